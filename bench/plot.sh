@@ -1,0 +1,220 @@
+#!/usr/bin/env bash
+# plot.sh: render SVG plots from a vmthread benchmark results file.
+#
+#   bench/plot.sh RESULTS.jsonl OUTDIR
+#
+# RESULTS.jsonl holds one JSON object per line, as printed by `--json` of our C benchmarks
+# (bench "cpu_time", "timers", "thread_start", "monitors", "management") and of
+# bench/java/HotSpotBench.java (bench "hotspot", "hotspot_thread_start"):
+#   {"bench":..,"variant":..,"unit":..,"samples":N,"mean":..,"p50":..,"p90":..,"p99":..,
+#    "p999":..,"p9999":..,"max":..}   plus optional extra keys (min, user_us, sys_us, jvm...).
+# Thread-start rows carry us/thread with p50 = median over repeats and min/max over repeats.
+#
+# It writes into OUTDIR:
+#   cpu_time_latency.svg  percentile profile (p50..max, log ns) of each CPU-time method:
+#                         bench cpu_time, and HotSpot's current/other user/cpu time rows
+#   thread_start.svg      median us/thread per thread-start variant, min/max error bars
+#   timer_tails.svg       percentile profile of the bench "timers" variants
+# A plot whose rows are absent from the file is skipped with a message, not an error.
+#
+# Needs gnuplot (Debian: gnuplot-nox) and python3 (stdlib only: it turns the JSON into
+# gnuplot's tab-separated data files, which is easier to get right than parsing JSON in
+# shell).
+set -euo pipefail
+
+die() {
+    echo "plot.sh: $*" >&2
+    exit 1
+}
+
+[[ $# -eq 2 ]] || die "usage: bench/plot.sh RESULTS.jsonl OUTDIR"
+results=$1
+outdir=$2
+[[ -r $results ]] || die "cannot read results file '$results'"
+command -v gnuplot >/dev/null 2>&1 ||
+    die "gnuplot not found; install it (Debian: apt-get install gnuplot-nox)"
+command -v python3 >/dev/null 2>&1 || die "python3 not found"
+mkdir -p "$outdir"
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# JSON lines -> one data file per plot. A data file is written only when it has rows, so
+# the shell below can tell "nothing to plot" by its absence.
+python3 - "$results" "$tmp" <<'PY'
+import json
+import math
+import os
+import re
+import sys
+
+results, tmp = sys.argv[1], sys.argv[2]
+PCTS = [("p50", "p50"), ("p90", "p90"), ("p99", "p99"), ("p999", "p99.9"),
+        ("p9999", "p99.99"), ("max", "max")]
+HOTSPOT_CPU = {"current_user_time", "current_cpu_time", "other_user_time", "other_cpu_time"}
+
+
+def warn(msg):
+    print("plot.sh: " + msg, file=sys.stderr)
+
+
+def number(v):
+    """A finite float, or None for anything else (missing, string, NaN)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    v = float(v)
+    return v if math.isfinite(v) else None
+
+
+def label(row):
+    # A file may hold HotSpot rows of several JDKs: name the JDK's major version so
+    # their lines do not collapse into one.
+    name = "%s/%s" % (row["bench"], row["variant"])
+    jvm = row.get("jvm")
+    if isinstance(jvm, str):
+        m = re.match(r"(\d+)", jvm)
+        if m:
+            name += " (jdk%s)" % m.group(1)
+    return name.replace("\t", " ")
+
+
+rows = []
+with open(results, encoding="utf-8") as f:
+    for n, line in enumerate(f, 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            warn("%s:%d: not JSON, skipped" % (results, n))
+            continue
+        if not isinstance(row, dict) or not isinstance(row.get("bench"), str) \
+                or not isinstance(row.get("variant"), str):
+            warn("%s:%d: no bench/variant, skipped" % (results, n))
+            continue
+        rows.append(row)
+
+
+def pick(pred):
+    """Rows matching pred, one per label; a later row of the same label replaces an earlier."""
+    chosen = {}
+    for row in rows:
+        if pred(row):
+            key = label(row)
+            if key in chosen:
+                warn("two rows for %s: the later one is plotted" % key)
+            chosen[key] = row
+    return chosen
+
+
+def write_profile(name, chosen):
+    """Percentile profile table: one line per percentile, one column per method."""
+    if not chosen:
+        return
+    labels = list(chosen)
+    with open(os.path.join(tmp, name), "w") as out:
+        out.write("percentile\t" + "\t".join(labels) + "\n")
+        for key, text in PCTS:
+            cells = []
+            for lab in labels:
+                v = number(chosen[lab].get(key))
+                # Log axis: zero or negative cannot be drawn, so it is left out.
+                cells.append("NaN" if v is None or v <= 0 else repr(v))
+            out.write(text + "\t" + "\t".join(cells) + "\n")
+
+
+write_profile("cpu_time.dat", pick(
+    lambda r: r["bench"] == "cpu_time"
+    or (r["bench"] == "hotspot" and r["variant"] in HOTSPOT_CPU)))
+write_profile("timers.dat", pick(lambda r: r["bench"] == "timers"))
+
+starts = pick(lambda r: r["bench"] in ("thread_start", "hotspot_thread_start"))
+bars = []
+for lab, row in starts.items():
+    med = number(row.get("p50"))
+    if med is None:
+        warn("%s has no p50, skipped" % lab)
+        continue
+    lo = number(row.get("min"))
+    hi = number(row.get("max"))
+    bars.append((lab, med, med if lo is None else lo, med if hi is None else hi))
+if bars:
+    # No header line: gnuplot would count it in column 0 and shift every bar by one.
+    with open(os.path.join(tmp, "thread_start.dat"), "w") as out:
+        for b in bars:
+            out.write("%s\t%r\t%r\t%r\n" % b)
+PY
+
+# Settings every plot shares. noenhanced: variant names hold underscores, which gnuplot
+# would otherwise typeset as subscripts.
+common='
+set terminal svg size 1000,560 dynamic noenhanced font "sans,12" background rgb "white"
+set datafile separator "\t"
+set datafile missing "NaN"
+set grid ytics mytics lc rgb "#dddddd"
+set key outside right top noenhanced
+'
+
+# Percentile profile on a log axis: the x positions are the rows of the table.
+profile() { # DATAFILE OUTFILE TITLE
+    local cols
+    cols=$(head -n1 "$1" | awk -F'\t' '{print NF}')
+    gnuplot <<EOF
+$common
+set output "$2"
+set title "$3"
+set xlabel "percentile"
+set ylabel "ns per call (log scale)"
+set logscale y
+set format y "%g"
+set xrange [-0.3:5.3]
+plot for [i=2:$cols] "$1" using 0:i:xtic(1) with linespoints lw 2 pt 7 ps 0.8 title columnheader(i)
+EOF
+    echo "plot.sh: wrote $2"
+}
+
+made=0
+if [[ -f $tmp/cpu_time.dat ]]; then
+    profile "$tmp/cpu_time.dat" "$outdir/cpu_time_latency.svg" "CPU-time methods: latency percentiles"
+    made=$((made + 1))
+else
+    echo "plot.sh: no cpu_time or hotspot CPU-time rows: cpu_time_latency.svg skipped"
+fi
+
+if [[ -f $tmp/thread_start.dat ]]; then
+    nbars=$(wc -l <"$tmp/thread_start.dat")
+    gnuplot <<EOF
+$common
+set output "$outdir/thread_start.svg"
+set title "Start + join of 1000 empty threads: median over repeats, min/max bars"
+set ylabel "us per thread"
+set yrange [0:*]
+set style fill solid 0.5 border -1
+# Room on the right of the last bar for its value label, and above the tallest error bar.
+set xrange [-0.6:$nbars - 0.1]
+set offsets 0, 0, graph 0.08, 0
+# Labels end at their tick and hang down-left, so long variant names stay clear of the bars.
+set xtics rotate by 25 right nomirror
+set bmargin 10
+set key off
+set lmargin 14
+# Five columns are x, y, ylow, yhigh, box width: the box and its min/max bar in one style
+# (a separate yerrorbars plot would also draw a point on each median).
+plot "$tmp/thread_start.dat" using 0:2:3:4:(0.6):xtic(1) with boxerrorbars lc rgb "#335f8c" lw 1.5, \
+     "" using (\$0 + 0.32):2:(sprintf("%.1f", \$2)) with labels left offset 0,0.6
+EOF
+    echo "plot.sh: wrote $outdir/thread_start.svg"
+    made=$((made + 1))
+else
+    echo "plot.sh: no thread_start or hotspot_thread_start rows: thread_start.svg skipped"
+fi
+
+if [[ -f $tmp/timers.dat ]]; then
+    profile "$tmp/timers.dat" "$outdir/timer_tails.svg" "Timers: latency percentiles"
+    made=$((made + 1))
+else
+    echo "plot.sh: no timers rows: timer_tails.svg skipped"
+fi
+
+echo "plot.sh: $made plot(s) in $outdir"

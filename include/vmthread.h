@@ -1,0 +1,18 @@
+/*
+ * vmthread.h: the one header a host VM includes.
+ *
+ *   vmthread/thread.h      threads: start, join, attach/detach, names, categories, states
+ *   vmthread/clock.h       CPU time of threads and fast time sources
+ *   vmthread/monitor.h     monitors, synchronizers, sleep and park
+ *   vmthread/management.h  the C mirror of java.lang.management.ThreadMXBean
+ */
+#ifndef VMTHREAD_H
+#define VMTHREAD_H
+
+#include "vmthread/common.h"
+#include "vmthread/thread.h"
+#include "vmthread/clock.h"
+#include "vmthread/monitor.h"
+#include "vmthread/management.h"
+
+#endif /* VMTHREAD_H */

@@ -1,0 +1,166 @@
+/*
+ * vmthread/management.h: a C mirror of java.lang.management.ThreadMXBean and its
+ * com.sun.management extension. Each function is named after its Java method
+ * (getThreadCpuTime -> vmt_mx_get_thread_cpu_time); docs/management.md has the full table.
+ *
+ * Conventions (from the Java specification):
+ * - A fallible query returns 0 or a negative errno and passes its Java result through an out
+ *   parameter. -EINVAL is Java's IllegalArgumentException (id <= 0, NULL array, negative
+ *   maxDepth), checked before anything else; -ENOTSUP is UnsupportedOperationException.
+ * - Within a successful call, Java's own "no answer" values are kept: -1 for a time or byte
+ *   count of a thread that is unknown, not started, terminated, or when measurement is
+ *   disabled; NULL for the ThreadInfo of such a thread.
+ * - Results are copies the caller owns, freed with the matching *_free call.
+ * - The runtime's own internal threads (the dump thread) are never counted nor listed.
+ */
+#ifndef VMTHREAD_MANAGEMENT_H
+#define VMTHREAD_MANAGEMENT_H
+
+#include <stdio.h>
+
+#include "vmthread/common.h"
+#include "vmthread/thread.h"
+
+VMT_EXTERN_C_BEGIN
+
+/* ---- Counts ---------------------------------------------------------------------------- */
+VMT_EXPORT int32_t vmt_mx_get_thread_count(void);         /* live threads */
+VMT_EXPORT int32_t vmt_mx_get_peak_thread_count(void);
+VMT_EXPORT int64_t vmt_mx_get_total_started_thread_count(void);
+VMT_EXPORT int32_t vmt_mx_get_daemon_thread_count(void);
+VMT_EXPORT void vmt_mx_reset_peak_thread_count(void);      /* peak := live */
+
+/* All live thread ids. *ids is malloc'ed (free with vmt_mx_ids_free); -EINVAL on NULL. */
+VMT_EXPORT int vmt_mx_get_all_thread_ids(int64_t **ids, size_t *count);
+VMT_EXPORT void vmt_mx_ids_free(int64_t *ids);
+
+/* ---- ThreadInfo ------------------------------------------------------------------------ */
+typedef struct vmt_lock_info {
+  char *class_name;        /* "vmt.Monitor" or "vmt.Synchronizer" */
+  char *name;              /* display name "name@hexid" (Java: LockInfo.toString) */
+  int32_t identity_hash;   /* stable identity shown in hex */
+} vmt_lock_info_t;
+
+typedef struct vmt_monitor_info {
+  vmt_lock_info_t lock;
+  int32_t stack_depth;     /* depth (frame index) at which it was entered, -1 if unknown */
+} vmt_monitor_info_t;
+
+typedef struct vmt_stack_frame {
+  char *function;          /* symbol or VM method name; "??" if unknown */
+  char *file;              /* source or module, may be NULL */
+  int32_t line;            /* -1 if unknown */
+  uintptr_t pc;
+} vmt_stack_frame_t;
+
+typedef struct vmt_thread_info {
+  int64_t id;
+  char *name;
+  char *category;
+  vmt_thread_state_t state;
+  bool daemon;
+  int32_t priority;
+  pid_t tid;
+  int64_t cpu_time_ns;         /* -1 if disabled or not alive */
+  int64_t user_time_ns;        /* consistent user time; -1 likewise */
+  int64_t elapsed_ns;          /* since start (or attach) */
+  int64_t blocked_count;
+  int64_t blocked_time_ns;     /* -1 while contention monitoring is disabled */
+  int64_t waited_count;
+  int64_t waited_time_ns;      /* -1 while contention monitoring is disabled */
+  vmt_lock_info_t *lock;       /* what it is blocked or waiting on, or NULL */
+  int64_t lock_owner_id;       /* -1 if none */
+  char *lock_owner_name;       /* NULL if none */
+  vmt_stack_frame_t *frames;
+  size_t frame_count;
+  vmt_monitor_info_t *locked_monitors;      /* only when asked for */
+  size_t locked_monitor_count;
+  vmt_lock_info_t *locked_synchronizers;    /* only when asked for */
+  size_t locked_synchronizer_count;
+} vmt_thread_info_t;
+
+/*
+ * getThreadInfo(id, maxDepth): *out is NULL for an unknown or terminated thread.
+ * max_depth < 0 is -EINVAL (Java's getThreadInfo(long) is max_depth 0 here... see docs: the
+ * Java no-depth overloads mean "no stack trace"); use VMT_MX_MAX_DEPTH_ALL for all frames.
+ */
+#define VMT_MX_MAX_DEPTH_ALL INT32_MAX
+VMT_EXPORT int vmt_mx_get_thread_info(int64_t id, int32_t max_depth, vmt_thread_info_t **out);
+
+/* getThreadInfo(long[] ids, boolean lockedMonitors, boolean lockedSynchronizers, int maxDepth):
+ * out[i] is NULL for an unknown element. *out is an array of count pointers, freed with
+ * vmt_mx_thread_info_array_free. -ENOTSUP when locked_* is asked but unsupported. */
+VMT_EXPORT int vmt_mx_get_thread_info_array(const int64_t *ids, size_t count,
+                                            bool locked_monitors, bool locked_synchronizers,
+                                            int32_t max_depth, vmt_thread_info_t ***out);
+
+/* dumpAllThreads(lockedMonitors, lockedSynchronizers, maxDepth): every live thread. */
+VMT_EXPORT int vmt_mx_dump_all_threads(bool locked_monitors, bool locked_synchronizers,
+                                       int32_t max_depth, vmt_thread_info_t ***out,
+                                       size_t *count);
+
+VMT_EXPORT void vmt_mx_thread_info_free(vmt_thread_info_t *info);
+VMT_EXPORT void vmt_mx_thread_info_array_free(vmt_thread_info_t **infos, size_t count);
+
+/*
+ * Stack walking. The embedding VM knows its own frames: it registers a walker that fills up to
+ * max frames of thread t (called from the querying thread; t is alive for the whole call).
+ * Without a walker, the calling thread gets its native frames and other threads none.
+ * The walker returns the number of frames written, or a negative errno.
+ */
+typedef int (*vmt_mx_stack_walker_fn)(vmt_thread_t *t, vmt_stack_frame_t *frames, int32_t max,
+                                      void *ctx);
+VMT_EXPORT void vmt_mx_set_stack_walker(vmt_mx_stack_walker_fn walker, void *ctx);
+
+/* ---- CPU time -------------------------------------------------------------------------- */
+VMT_EXPORT bool vmt_mx_is_thread_cpu_time_supported(void);
+VMT_EXPORT bool vmt_mx_is_current_thread_cpu_time_supported(void);
+VMT_EXPORT int vmt_mx_is_thread_cpu_time_enabled(bool *enabled);       /* -ENOTSUP */
+VMT_EXPORT int vmt_mx_set_thread_cpu_time_enabled(bool enable);        /* -ENOTSUP */
+VMT_EXPORT int vmt_mx_get_current_thread_cpu_time(int64_t *ns);        /* -1 if disabled */
+VMT_EXPORT int vmt_mx_get_current_thread_user_time(int64_t *ns);
+VMT_EXPORT int vmt_mx_get_thread_cpu_time(int64_t id, int64_t *ns);    /* -1 unknown/disabled */
+VMT_EXPORT int vmt_mx_get_thread_user_time(int64_t id, int64_t *ns);
+/* com.sun.management array forms: out[i] = -1 for unknown ids; -EINVAL for NULL or id <= 0. */
+VMT_EXPORT int vmt_mx_get_thread_cpu_time_array(const int64_t *ids, size_t count, int64_t *out);
+VMT_EXPORT int vmt_mx_get_thread_user_time_array(const int64_t *ids, size_t count, int64_t *out);
+
+/* ---- Contention monitoring ------------------------------------------------------------- */
+VMT_EXPORT bool vmt_mx_is_thread_contention_monitoring_supported(void);
+VMT_EXPORT bool vmt_mx_is_thread_contention_monitoring_enabled(void);
+/* Enabling resets every thread's blocked and waited times to zero. */
+VMT_EXPORT int vmt_mx_set_thread_contention_monitoring_enabled(bool enable);
+VMT_EXPORT bool vmt_mx_is_object_monitor_usage_supported(void);
+VMT_EXPORT bool vmt_mx_is_synchronizer_usage_supported(void);
+
+/* ---- Deadlocks -------------------------------------------------------------------------- */
+/* Ids of threads in cycles of monitor ownership (findMonitorDeadlockedThreads) or of monitors
+ * and synchronizers (findDeadlockedThreads). *ids = NULL and *count = 0 when there is none. */
+VMT_EXPORT int vmt_mx_find_monitor_deadlocked_threads(int64_t **ids, size_t *count);
+VMT_EXPORT int vmt_mx_find_deadlocked_threads(int64_t **ids, size_t *count);
+
+/* ---- Allocated bytes (jemalloc per-thread counters) ------------------------------------ */
+/* Supported only when jemalloc is the process allocator (decided at run time). */
+VMT_EXPORT bool vmt_mx_is_thread_allocated_memory_supported(void);
+VMT_EXPORT int vmt_mx_is_thread_allocated_memory_enabled(bool *enabled);  /* -ENOTSUP */
+VMT_EXPORT int vmt_mx_set_thread_allocated_memory_enabled(bool enable);   /* -ENOTSUP */
+VMT_EXPORT int vmt_mx_get_thread_allocated_bytes(int64_t id, int64_t *bytes);
+VMT_EXPORT int vmt_mx_get_thread_allocated_bytes_array(const int64_t *ids, size_t count,
+                                                       int64_t *out);
+VMT_EXPORT int vmt_mx_get_current_thread_allocated_bytes(int64_t *bytes);
+/* All bytes allocated by runtime threads, live and exited; never decreases. */
+VMT_EXPORT int vmt_mx_get_total_thread_allocated_bytes(int64_t *bytes);
+
+/* ---- Thread dumps ----------------------------------------------------------------------- */
+/* A jstack-style dump of all threads, with a deadlock section when one exists. */
+VMT_EXPORT int vmt_mx_print_thread_dump(FILE *out);
+/* Into a malloc'ed, NUL-terminated buffer (free()); -ENOMEM. */
+VMT_EXPORT int vmt_mx_thread_dump_to_string(char **out, size_t *len);
+/* Opt-in: answer SIGQUIT (kill -3) with a dump to out (stderr if NULL), written by an internal
+ * dump thread; the handler only wakes it. Disable restores the previous disposition. */
+VMT_EXPORT int vmt_mx_enable_sigquit_dump(FILE *out);
+VMT_EXPORT int vmt_mx_disable_sigquit_dump(void);
+
+VMT_EXTERN_C_END
+
+#endif /* VMTHREAD_MANAGEMENT_H */

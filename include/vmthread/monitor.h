@@ -1,0 +1,83 @@
+/*
+ * vmthread/monitor.h: monitors (Java `synchronized`), ownable synchronizers, sleep and park.
+ *
+ * Every blocking call records what a thread dump and ThreadMXBean report: the thread's state
+ * (BLOCKED on a contended enter; WAITING / TIMED_WAITING in wait, park, sleep and synchronizer
+ * waits), what it is blocked on and who owns it, counts always, and times while contention
+ * monitoring is enabled (vmt_mx_set_thread_contention_monitoring_enabled). The uncontended
+ * enter/exit records nothing but ownership and depth.
+ *
+ * Monitors and synchronizers may be used by any thread; a thread that is not a runtime thread
+ * nor attached gets no statistics (there is no record to keep them in).
+ */
+#ifndef VMTHREAD_MONITOR_H
+#define VMTHREAD_MONITOR_H
+
+#include "vmthread/common.h"
+#include "vmthread/thread.h"
+
+VMT_EXTERN_C_BEGIN
+
+typedef struct vmt_monitor vmt_monitor_t;
+typedef struct vmt_sync vmt_sync_t;
+
+#define VMT_MONITOR_NAME_MAX 255
+
+/* Creates a monitor; name is copied (NULL gives "monitor"). Shown as "name@<hex id>".
+ * Errors: -EINVAL (NULL out, name too long), -ENOMEM. */
+VMT_EXPORT int vmt_monitor_create(vmt_monitor_t **out, const char *name);
+/* Destroys an unowned monitor with no waiters; -EBUSY otherwise, -EINVAL on NULL. */
+VMT_EXPORT int vmt_monitor_destroy(vmt_monitor_t *m);
+
+/* Reentrant enter. -EINVAL on NULL. */
+VMT_EXPORT int vmt_monitor_enter(vmt_monitor_t *m);
+/* 0 if entered, -EBUSY if another thread owns it. */
+VMT_EXPORT int vmt_monitor_try_enter(vmt_monitor_t *m);
+/* -EPERM if the caller does not own m (Java: IllegalMonitorStateException). */
+VMT_EXPORT int vmt_monitor_exit(vmt_monitor_t *m);
+
+/*
+ * Java's Object.wait: releases m fully (whatever the depth), waits for notify or the timeout,
+ * re-enters to the same depth. timeout_ns < 0 or 0 waits without timeout (Java: wait(0)).
+ * Returns 0 when notified, -ETIMEDOUT on timeout, -EPERM if the caller does not own m.
+ * Spurious wake-ups are absorbed; EINTR never escapes.
+ */
+VMT_EXPORT int vmt_monitor_wait(vmt_monitor_t *m, int64_t timeout_ns);
+VMT_EXPORT int vmt_monitor_notify(vmt_monitor_t *m);     /* -EPERM if not owner */
+VMT_EXPORT int vmt_monitor_notify_all(vmt_monitor_t *m); /* -EPERM if not owner */
+
+/* The display name "name@hexid" into buf (truncated, always NUL-terminated); bytes needed. */
+VMT_EXPORT int vmt_monitor_describe(const vmt_monitor_t *m, char *buf, size_t len);
+
+/* Per-monitor statistics (what OMR's lock monitor offers; HotSpot has none). Times in ns,
+ * -1 while contention monitoring is disabled. */
+typedef struct vmt_monitor_stats {
+  uint64_t enters;            /* successful enters, recursive ones included */
+  uint64_t contended_enters;  /* enters that had to block */
+  uint64_t waits;             /* wait() calls */
+  int64_t blocked_time_ns;    /* total time threads spent blocked entering it */
+  int64_t owner_id;           /* current owner's thread id, 0 if none or not a runtime thread */
+  uint32_t entry_waiters;     /* threads blocked entering now */
+  uint32_t wait_waiters;      /* threads in wait() now */
+} vmt_monitor_stats_t;
+VMT_EXPORT int vmt_monitor_get_stats(const vmt_monitor_t *m, vmt_monitor_stats_t *out);
+
+/* Ownable synchronizer (java.util.concurrent AbstractOwnableSynchronizer): not reentrant. */
+VMT_EXPORT int vmt_sync_create(vmt_sync_t **out, const char *name);
+VMT_EXPORT int vmt_sync_destroy(vmt_sync_t *s);            /* -EBUSY while owned */
+VMT_EXPORT int vmt_sync_lock(vmt_sync_t *s);               /* -EDEADLK if the caller owns it */
+VMT_EXPORT int vmt_sync_try_lock(vmt_sync_t *s);           /* -EBUSY if owned */
+VMT_EXPORT int vmt_sync_timed_lock(vmt_sync_t *s, int64_t timeout_ns); /* -ETIMEDOUT */
+VMT_EXPORT int vmt_sync_unlock(vmt_sync_t *s);             /* -EPERM if not owner */
+VMT_EXPORT int vmt_sync_describe(const vmt_sync_t *s, char *buf, size_t len);
+
+/* Thread.sleep: TIMED_WAITING, counted as a wait. Timeout honoured across EINTR. */
+VMT_EXPORT int vmt_sleep_ns(int64_t ns);
+/* LockSupport.park / parkNanos / unpark. park returns 0 on unpark (permit consumed),
+ * -ETIMEDOUT when the timeout passed; spurious returns are allowed as in Java. */
+VMT_EXPORT int vmt_park(int64_t timeout_ns);  /* timeout_ns <= 0: no timeout */
+VMT_EXPORT int vmt_unpark(vmt_thread_t *t);   /* -EINVAL on NULL */
+
+VMT_EXTERN_C_END
+
+#endif /* VMTHREAD_MONITOR_H */

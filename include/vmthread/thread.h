@@ -1,0 +1,136 @@
+/*
+ * vmthread/thread.h: the thread abstraction a language VM builds on.
+ *
+ * Life cycle of a thread started by the runtime (the full sequence is in docs/design.md):
+ *
+ *   NEW ──start──▶ RUNNABLE ◀──▶ BLOCKED / WAITING / TIMED_WAITING ──exit──▶ TERMINATED
+ *
+ * - vmt_thread_start_ex() registers the record (the thread counts as started and alive the
+ *   moment it returns), calls pthread_create and returns; it never waits for the child. The
+ *   kernel tid is known when start returns (vmt_thread_tid() never blocks on Linux).
+ * - The child installs itself as the current thread, sets its OS name and runs the body. On
+ *   the way out (return, vmt_thread_exit(), or cancellation) it becomes TERMINATED, leaves the
+ *   registry, adds its CPU time and allocations to the totals, and only then wakes joiners.
+ * - The record is reference counted: the creator holds one reference (returned by start) and
+ *   the running thread holds one. vmt_thread_release() drops the creator's; the record is freed
+ *   when both are gone. Until then every accessor below is valid, even after termination.
+ *
+ * Foreign threads (the VM's main thread, a thread of another library) join with
+ * vmt_thread_attach() and leave with vmt_thread_detach().
+ */
+#ifndef VMTHREAD_THREAD_H
+#define VMTHREAD_THREAD_H
+
+#include <sys/types.h>
+
+#include "vmthread/common.h"
+
+VMT_EXTERN_C_BEGIN
+
+typedef struct vmt_thread vmt_thread_t;
+
+/* Java's Thread.State, in Java's order. */
+typedef enum vmt_thread_state {
+  VMT_THREAD_NEW = 0,
+  VMT_THREAD_RUNNABLE,
+  VMT_THREAD_BLOCKED,
+  VMT_THREAD_WAITING,
+  VMT_THREAD_TIMED_WAITING,
+  VMT_THREAD_TERMINATED,
+} vmt_thread_state_t;
+
+/* "RUNNABLE", ...; "UNKNOWN" for a value outside the enum. */
+VMT_EXPORT const char *vmt_thread_state_name(vmt_thread_state_t state);
+
+typedef void *(*vmt_thread_fn)(void *arg);
+
+/* Which fields of vmt_thread_options_t are set (libuv's uv_thread_options_t idiom). */
+enum vmt_thread_option_flags {
+  VMT_THREAD_OPT_NAME = 1u << 0,
+  VMT_THREAD_OPT_CATEGORY = 1u << 1,
+  VMT_THREAD_OPT_DAEMON = 1u << 2,
+  VMT_THREAD_OPT_PRIORITY = 1u << 3,
+  VMT_THREAD_OPT_STACK_SIZE = 1u << 4,
+};
+
+#define VMT_THREAD_NAME_MAX 4096     /* bytes of the full name, without the NUL */
+#define VMT_THREAD_OS_NAME_MAX 15    /* bytes the kernel keeps (pthread_setname_np) */
+#define VMT_THREAD_CATEGORY_MAX 63   /* bytes of a category name */
+#define VMT_THREAD_MIN_PRIORITY 1    /* Java's Thread.MIN_PRIORITY */
+#define VMT_THREAD_NORM_PRIORITY 5
+#define VMT_THREAD_MAX_PRIORITY 10
+
+typedef struct vmt_thread_options {
+  unsigned flags;          /* VMT_THREAD_OPT_* saying which fields below are set */
+  const char *name;        /* default "vmt-thread-<id>"; valid UTF-8, 1..VMT_THREAD_NAME_MAX */
+  const char *category;    /* default "app"; [a-z0-9_-], 1..VMT_THREAD_CATEGORY_MAX bytes */
+  bool daemon;             /* default false */
+  int priority;            /* VMT_THREAD_MIN_PRIORITY..MAX; default NORM */
+  size_t stack_size;       /* 0 = default; rounding and clamping rule in docs/design.md */
+} vmt_thread_options_t;
+
+/*
+ * Starts a thread running fn(arg) with default options. On success *out holds the creator's
+ * reference. Errors: -EINVAL (NULL out or fn, bad options), -EAGAIN / -ENOMEM (the OS refused;
+ * nothing is left behind: no registry entry, no counter change, no leak).
+ */
+VMT_EXPORT int vmt_thread_start(vmt_thread_t **out, vmt_thread_fn fn, void *arg);
+VMT_EXPORT int vmt_thread_start_ex(vmt_thread_t **out, const vmt_thread_options_t *options,
+                                   vmt_thread_fn fn, void *arg);
+
+/*
+ * Waits until t has terminated and its bookkeeping (registry, counters, totals) is done, then
+ * stores the body's result in *result (if result is not NULL). Does not release t.
+ * Errors: -EINVAL (NULL, released or foreign handle), -EDEADLK (t is the calling thread),
+ * -EALREADY (t was joined before; the result was handed out then).
+ */
+VMT_EXPORT int vmt_thread_join(vmt_thread_t *t, void **result);
+
+/* Takes one more reference (for code that keeps a thread beyond its creator). -EINVAL on NULL. */
+VMT_EXPORT int vmt_thread_retain(vmt_thread_t *t);
+
+/*
+ * Drops one reference. Releasing the creator's reference of a thread that is still running
+ * detaches it: its record is freed when it ends. -EINVAL on NULL or a handle with no references
+ * left (detected while the record's memory is still held by the runtime, see docs/design.md).
+ */
+VMT_EXPORT int vmt_thread_release(vmt_thread_t *t);
+
+/* Ends the calling runtime thread with result; bookkeeping runs as on return. Only valid on a
+ * thread started by vmt_thread_start*(); on any other thread it returns -EPERM. */
+VMT_EXPORT int vmt_thread_exit(void *result);
+
+/* The calling thread's record (started or attached), or NULL. One TLS load; no reference taken. */
+VMT_EXPORT vmt_thread_t *vmt_thread_current(void);
+
+/*
+ * Attaches the calling thread (the VM's main thread, a foreign library's thread). It gets an
+ * id, a name, a category and counts as live while attached. Idempotent: attaching an attached
+ * thread returns its record and counts one more attach; each needs a matching detach.
+ * Errors: -EINVAL (NULL out, bad options), -ENOMEM.
+ */
+VMT_EXPORT int vmt_thread_attach(const vmt_thread_options_t *options, vmt_thread_t **out);
+
+/* Undoes one attach of the calling thread; the last one makes it TERMINATED and leaves the
+ * registry. -EINVAL if the calling thread is not attached (including runtime-started threads). */
+VMT_EXPORT int vmt_thread_detach(void);
+
+/* Accessors: valid while the caller holds a reference. NULL t gives -1 / NULL / false. */
+VMT_EXPORT int64_t vmt_thread_id(const vmt_thread_t *t);        /* Java id: > 0, never reused */
+VMT_EXPORT const char *vmt_thread_name(const vmt_thread_t *t);   /* full name, immutable */
+VMT_EXPORT const char *vmt_thread_os_name(const vmt_thread_t *t); /* the name the kernel got */
+VMT_EXPORT const char *vmt_thread_category(const vmt_thread_t *t);
+VMT_EXPORT bool vmt_thread_is_daemon(const vmt_thread_t *t);
+VMT_EXPORT int vmt_thread_priority(const vmt_thread_t *t);
+VMT_EXPORT vmt_thread_state_t vmt_thread_state(const vmt_thread_t *t);
+
+/*
+ * The kernel thread id. Known when start returns (the kernel writes it before pthread_create
+ * returns); on a platform where it is not, the call waits (acquire load, then futex) until the
+ * child publishes it. -EINVAL on NULL.
+ */
+VMT_EXPORT pid_t vmt_thread_tid(vmt_thread_t *t);
+
+VMT_EXTERN_C_END
+
+#endif /* VMTHREAD_THREAD_H */

@@ -1,0 +1,67 @@
+/*
+ * runtime/fault.c: the fault-injection seams declared in fault.h. A site's plan is guarded by
+ * one mutex: only armed runs (tests) ever reach it.
+ */
+#include "runtime/fault.h"
+
+#include <pthread.h>
+
+_Atomic int vmt__fault_armed;
+
+static pthread_mutex_t fault_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  bool armed;
+  int skip;
+  int times;
+  int err;
+  int injected;
+} plans[VMT__FAULT_SITE_COUNT];
+
+int vmt__fault_check_slow(vmt__fault_site_t site) {
+  if ((unsigned)site >= VMT__FAULT_SITE_COUNT) return 0;
+  int result = 0;
+  pthread_mutex_lock(&fault_lock);
+  if (plans[site].armed) {
+    if (plans[site].skip > 0) {
+      plans[site].skip--;
+    } else {
+      result = -plans[site].err;
+      plans[site].injected++;
+      if (plans[site].times > 0 && --plans[site].times == 0) {
+        plans[site].armed = false;
+        atomic_fetch_sub_explicit(&vmt__fault_armed, 1, memory_order_relaxed);
+      }
+    }
+  }
+  pthread_mutex_unlock(&fault_lock);
+  return result;
+}
+
+void vmt__fault_arm(vmt__fault_site_t site, int skip, int times, int err) {
+  if ((unsigned)site >= VMT__FAULT_SITE_COUNT || times == 0 || err <= 0) return;
+  pthread_mutex_lock(&fault_lock);
+  if (!plans[site].armed) atomic_fetch_add_explicit(&vmt__fault_armed, 1, memory_order_relaxed);
+  plans[site].armed = true;
+  plans[site].skip = skip < 0 ? 0 : skip;
+  plans[site].times = times;
+  plans[site].err = err;
+  plans[site].injected = 0;
+  pthread_mutex_unlock(&fault_lock);
+}
+
+void vmt__fault_disarm_all(void) {
+  pthread_mutex_lock(&fault_lock);
+  for (int i = 0; i < VMT__FAULT_SITE_COUNT; i++) {
+    if (plans[i].armed) atomic_fetch_sub_explicit(&vmt__fault_armed, 1, memory_order_relaxed);
+    plans[i].armed = false;
+  }
+  pthread_mutex_unlock(&fault_lock);
+}
+
+int vmt__fault_injected(vmt__fault_site_t site) {
+  if ((unsigned)site >= VMT__FAULT_SITE_COUNT) return 0;
+  pthread_mutex_lock(&fault_lock);
+  int n = plans[site].injected;
+  pthread_mutex_unlock(&fault_lock);
+  return n;
+}

@@ -1,0 +1,41 @@
+/*
+ * runtime/fault.h: fault-injection seams (SQLite's idea). Each site that can fail in the real
+ * world asks vmt__fault_hit(site) first; a test arms a site to fail its n-th next call with a
+ * chosen errno. Disarmed, a seam costs one relaxed load of a global that is almost always zero.
+ * Hidden; tests reach it by linking the static library.
+ */
+#ifndef VMT_RUNTIME_FAULT_H
+#define VMT_RUNTIME_FAULT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+typedef enum vmt__fault_site {
+  VMT__FAULT_ALLOC = 0,          /* any allocation the runtime makes */
+  VMT__FAULT_PTHREAD_CREATE,
+  VMT__FAULT_SETNAME,            /* pthread_setname_np */
+  VMT__FAULT_CLOCK,              /* clock_gettime on a CPU clock */
+  VMT__FAULT_GETCPUCLOCKID,      /* pthread_getcpuclockid */
+  VMT__FAULT_MALLCTL,
+  VMT__FAULT_SITE_COUNT,
+} vmt__fault_site_t;
+
+extern _Atomic int vmt__fault_armed;  /* number of armed sites; 0 on the fast path */
+
+int vmt__fault_check_slow(vmt__fault_site_t site);
+
+/* 0, or the negative errno to fail with at this site. */
+static inline int vmt__fault_hit(vmt__fault_site_t site) {
+  if (__builtin_expect(atomic_load_explicit(&vmt__fault_armed, memory_order_relaxed) == 0, 1))
+    return 0;
+  return vmt__fault_check_slow(site);
+}
+
+/* Fails calls number skip+1 .. skip+times (counting from now) at site with -err (err > 0).
+ * times < 0 fails every call until disarmed. */
+void vmt__fault_arm(vmt__fault_site_t site, int skip, int times, int err);
+void vmt__fault_disarm_all(void);
+/* How many times the site has injected a failure since the last disarm. */
+int vmt__fault_injected(vmt__fault_site_t site);
+
+#endif /* VMT_RUNTIME_FAULT_H */

@@ -1,0 +1,112 @@
+/*
+ * runtime/internal.h: the runtime's private contract between its modules (thread, registry,
+ * monitor, management, allocation). Hidden; tests of internals include it and say so in their
+ * name.
+ *
+ * Ownership of the thread record's fields:
+ *   thread_*.c / registry.c  identity, options, state, refs, join, os, category, kind
+ *   monitor*.c               sync (struct vmt__thread_sync, runtime/monitor_impl.h)
+ *   alloc.c                  allocated / deallocated counter pointers
+ */
+#ifndef VMT_RUNTIME_INTERNAL_H
+#define VMT_RUNTIME_INTERNAL_H
+
+#include <stdatomic.h>
+
+#include "vmthread.h"
+#include "runtime/fault.h"
+#include "runtime/monitor_impl.h"
+#include "runtime/os.h"
+
+/* What kind of thread a record describes. Internal threads are never counted nor listed. */
+typedef enum vmt__thread_kind {
+  VMT__KIND_STARTED = 0,   /* created by vmt_thread_start* */
+  VMT__KIND_ATTACHED,      /* a foreign thread, while attached */
+  VMT__KIND_INTERNAL,      /* the runtime's own (e.g. the SIGQUIT dump thread) */
+} vmt__thread_kind_t;
+
+/* Per-category figures (Eclipse OMR keeps these for GC/JIT/application threads). */
+typedef struct vmt__category {
+  struct vmt__category *next;
+  char name[VMT_THREAD_CATEGORY_MAX + 1];
+  _Atomic int32_t live;
+  _Atomic int64_t exited_cpu_ns;   /* CPU time of the category's threads that have exited */
+} vmt__category_t;
+
+struct vmt_thread {
+  uint32_t magic;                    /* VMT__THREAD_MAGIC while references exist */
+  _Atomic int32_t refs;
+  int64_t id;
+  vmt__thread_kind_t kind;
+  char *name;                        /* full name, immutable */
+  char os_name[VMT_THREAD_OS_NAME_MAX + 1];
+  vmt__category_t *category;         /* interned, lives for the process */
+  bool daemon;
+  int priority;
+  size_t stack_size;
+  _Atomic int state;                 /* vmt_thread_state_t */
+  int64_t start_time_ns;             /* vmt_os_java_time_nanos() at start/attach */
+  vmt_os_thread_t os;
+  struct vmt__thread_sync sync;      /* monitor module */
+  /* jemalloc's per-thread counters, published by the owner at start, cleared at exit. */
+  _Atomic(const uint64_t *) allocatedp;
+  _Atomic(const uint64_t *) deallocatedp;
+  int64_t alloc_base;                /* allocated bytes at attach (not this thread's) */
+  /* Runtime-private from here (thread module). */
+  vmt_thread_fn fn;
+  void *arg;
+  void *result;
+  int32_t attach_count;
+  _Atomic uint32_t done;             /* futex word: 1 once bookkeeping is complete */
+  _Atomic int32_t join_state;        /* 0 none, 1 joining, 2 joined */
+};
+
+#define VMT__THREAD_MAGIC 0x766d7474u   /* "vmtt" */
+
+/* ---- Registry (registry.c) -------------------------------------------------------------- *
+ * An immutable, id-sorted snapshot of the live threads (counted and internal), replaced
+ * copy-on-write by starts and exits. A reader protects the current snapshot with a hazard
+ * pointer; every record in a protected snapshot stays allocated until the reader releases it.
+ * Starts and exits never wait for readers: retired snapshots and records are reclaimed later.
+ */
+typedef struct vmt__snapshot {
+  uint64_t generation;
+  size_t count;
+  vmt_thread_t *threads[];           /* sorted by id */
+} vmt__snapshot_t;
+
+/* Up to VMT__HAZARDS_PER_THREAD snapshots may be held at once by one thread. */
+#define VMT__HAZARDS_PER_THREAD 4
+const vmt__snapshot_t *vmt__registry_acquire(void);
+void vmt__registry_release(const vmt__snapshot_t *snap);
+/* Binary search; NULL if absent. */
+vmt_thread_t *vmt__snapshot_find(const vmt__snapshot_t *snap, int64_t id);
+/* True for a thread management code lists (started or attached, not internal, not yet
+ * TERMINATED). */
+bool vmt__thread_is_listed(const vmt_thread_t *t);
+
+typedef struct vmt__counts {
+  int32_t live;
+  int32_t peak;
+  int32_t daemon;
+  int64_t total_started;
+} vmt__counts_t;
+void vmt__registry_counts(vmt__counts_t *out);
+void vmt__registry_reset_peak(void);
+/* Walks all categories (never freed). */
+vmt__category_t *vmt__categories(void);
+
+/* Starts a runtime-internal thread (not counted, not listed). */
+int vmt__thread_start_internal(vmt_thread_t **out, const char *name, vmt_thread_fn fn,
+                               void *arg);
+
+/* ---- Allocation counters (alloc.c) ------------------------------------------------------ */
+/* Called by the owning thread at start/attach and exit/detach. */
+void vmt__alloc_thread_begin(vmt_thread_t *t);
+void vmt__alloc_thread_end(vmt_thread_t *t);
+/* Bytes allocated by t (a live, protected record); -1 if unsupported or t has ended. */
+int64_t vmt__alloc_thread_bytes(const vmt_thread_t *t);
+bool vmt__alloc_supported(void);
+int64_t vmt__alloc_exited_total(void);
+
+#endif /* VMT_RUNTIME_INTERNAL_H */

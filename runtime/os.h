@@ -1,0 +1,106 @@
+/*
+ * runtime/os.h: the port contract. The runtime calls only what is declared here; os_linux/
+ * implements it. Internal (hidden) API: names are vmt_os_*, never exported.
+ *
+ * Rules of the port:
+ * - Functions return 0 or a negative errno, or the HotSpot shape where stated (-1 plus a
+ *   success flag that is assigned on every path).
+ * - A thread is described by the runtime's own record (vmt_os_thread_t), never by a bare
+ *   pthread_t: glibc and musl hand out the *caller's* clock for an exited thread, and a
+ *   pthread_t of a joined thread is undefined behaviour (docs/cpu-time.md).
+ * - Nothing here allocates on a CPU-time read path.
+ */
+#ifndef VMT_RUNTIME_OS_H
+#define VMT_RUNTIME_OS_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+/* The port's view of one thread, embedded in the runtime's thread record. */
+typedef struct vmt_os_thread {
+  pthread_t handle;
+  /* Kernel tid; 0 until published (release store, acquire load). */
+  _Atomic int32_t tid;
+  /* Set (release) by the thread itself on its way out, before the kernel can reuse its tid.
+   * A CPU-time read that sees it clear *after* the clock read read the right thread. */
+  _Atomic int32_t exiting;
+  /* Per-thread SCHED clock from pthread_getcpuclockid, validated; 0 until bound. */
+  clockid_t sched_clock;
+  /* Consistent user time: the largest value handed out, so answers never go backwards. */
+  _Atomic int64_t user_time_floor_ns;
+} vmt_os_thread_t;
+
+/* Probes the platform once (clock ids, TSC); idempotent and thread-safe. 0 or -errno. */
+int vmt_os_init(void);
+
+/* ---- Thread identity ------------------------------------------------------------------- */
+/* Binds ot to a freshly created thread: reads its clock id (pthread_getcpuclockid) and derives
+ * the tid the kernel wrote before pthread_create returned; publishes the tid. Called by the
+ * parent right after pthread_create. */
+int vmt_os_thread_bind(vmt_os_thread_t *ot, pthread_t handle);
+/* The same for the calling thread (attach, and the child's own publication). */
+int vmt_os_thread_bind_self(vmt_os_thread_t *ot);
+/* The tid, waiting (futex) if not yet published. */
+pid_t vmt_os_thread_tid_wait(vmt_os_thread_t *ot);
+/* Called by the thread itself as it starts to leave. */
+void vmt_os_thread_mark_exiting(vmt_os_thread_t *ot);
+/* The calling thread's kernel tid (gettid, cached per thread). */
+pid_t vmt_os_current_tid(void);
+
+/* ---- CPU clocks ------------------------------------------------------------------------ */
+/* Replaces the type bits of a per-thread CPU clock id under a 3-bit mask: user_only gives
+ * CPUCLOCK_VIRT, else CPUCLOCK_SCHED. -EINVAL if base is not a per-thread CPU clock. */
+int vmt_os_cpu_clockid(clockid_t base, bool user_only, clockid_t *out);
+/* The calling thread's pid-0 clock ids: VIRT = -3, SCHED = -2 (no pid lookup in the kernel). */
+clockid_t vmt_os_current_cpu_clockid(bool user_only);
+
+/* HotSpot's os::thread_cpu_time(thread, user_only): ns, or -1 with *success = false when the
+ * thread has not started, has exited or is exiting. user_only is the raw VIRT clock. */
+int64_t vmt_os_thread_cpu_time(const vmt_os_thread_t *ot, bool user_only, bool *success);
+/* Consistent user time of another thread: SCHED total scaled by the VIRT/PROF tick ratio,
+ * clamped to be monotonic per thread (ot->user_time_floor_ns) and never above the total. */
+int64_t vmt_os_thread_user_time_consistent(vmt_os_thread_t *ot, bool *success);
+/* The calling thread: total (SCHED pid-0) or raw user (VIRT pid-0). */
+int64_t vmt_os_current_thread_cpu_time(bool user_only);
+/* Consistent user time of the calling thread (getrusage(RUSAGE_THREAD)); ot may be NULL
+ * for a thread without a record, else its floor is honoured and raised. */
+int64_t vmt_os_current_thread_user_time_consistent(vmt_os_thread_t *ot);
+
+/* ---- /proc (the "before" of the benchmarks, and the fallback) ------------------------- */
+typedef struct vmt_os_proc_times {
+  char state;             /* field 3 */
+  uint64_t utime_ticks;   /* field 14 */
+  uint64_t stime_ticks;   /* field 15 */
+} vmt_os_proc_times_t;
+/* Parses the content of /proc/<pid>/task/<tid>/stat (after the last ')'). -EINVAL if malformed
+ * or truncated. Pure: fuzzable. */
+int vmt_os_proc_stat_parse(const char *buf, size_t len, vmt_os_proc_times_t *out);
+/* Reads and parses /proc/self/task/<tid>/stat; ns through *user_ns / *sys_ns. */
+int vmt_os_proc_thread_times(pid_t tid, int64_t *user_ns, int64_t *sys_ns);
+
+/* ---- Time sources ---------------------------------------------------------------------- */
+int64_t vmt_os_java_time_nanos(void);     /* CLOCK_MONOTONIC */
+int64_t vmt_os_elapsed_nanos(void);       /* calibrated TSC (cached parameters) or monotonic */
+const char *vmt_os_elapsed_source(void);
+const char *vmt_os_elapsed_source_reason(void);
+
+/* ---- Capabilities ---------------------------------------------------------------------- */
+typedef struct vmt_os_caps {
+  bool thread_cpu_time;           /* any thread's CPU time by clock id */
+  bool current_thread_cpu_time;
+  bool user_time;                 /* VIRT/PROF clocks work */
+} vmt_os_caps_t;
+const vmt_os_caps_t *vmt_os_caps(void);
+
+/* ---- Names ----------------------------------------------------------------------------- */
+/* Cuts full to the kernel's 15 bytes at a UTF-8 boundary into os_name[16]. */
+void vmt_os_native_name(const char *full, char os_name[16]);
+/* Sets the calling thread's kernel name. 0 or -errno. */
+int vmt_os_set_native_name(const char *os_name);
+
+#endif /* VMT_RUNTIME_OS_H */
