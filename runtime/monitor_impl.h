@@ -14,9 +14,15 @@
 
 struct vmt_monitor;
 struct vmt_sync;
+struct vmt__lock;   /* what monitors and synchronizers share (runtime/lock.h) */
 
 /* Per-thread synchronization state. Written by the owning thread; read by management code
- * holding a registry snapshot. */
+ * holding a registry snapshot. All zero in a fresh record (the thread module zero-fills it).
+ *
+ * seq is a sequence lock over everything a reader copies: the held list, blocked_on /
+ * waiting_on / parked_on, the times and the state changes the monitor module makes. Only the
+ * owning thread writes (seq odd while it does); readers copy and retry when seq moved, so the
+ * writer never waits for a reader. */
 struct vmt__thread_sync {
   _Atomic(struct vmt_monitor *) blocked_on;   /* contended enter in progress (BLOCKED) */
   _Atomic(struct vmt_monitor *) waiting_on;   /* in vmt_monitor_wait */
@@ -26,6 +32,9 @@ struct vmt__thread_sync {
   _Atomic int64_t blocked_ns;
   _Atomic int64_t waited_ns;
   _Atomic uint32_t park_permit;               /* futex word for park/unpark */
+  _Atomic uint32_t seq;                       /* sequence lock, see above */
+  _Atomic(struct vmt__lock *) held_head;      /* innermost held monitor or synchronizer */
+  _Atomic uint64_t times_epoch;               /* contention-monitoring epoch of the times */
 };
 
 /* ---- What the management module reads (implemented by the monitor module) ------------- *
@@ -37,10 +46,12 @@ typedef struct vmt__lock_desc {
   char name[VMT__LOCK_DESC_NAME_MAX];   /* "name@hexid" */
   int32_t identity;
   bool is_sync;
-  int32_t depth;                        /* for held locks: depth at which it was taken */
+  int32_t depth;                        /* held locks: how many locks the thread held below
+                                           this one (0 = outermost); -1 otherwise */
 } vmt__lock_desc_t;
 
 typedef struct vmt__thread_lock_info {
+  int32_t state;            /* vmt_thread_state_t, read together with the fields below */
   bool has_lock;            /* blocked on / waiting on / parked on a lock */
   vmt__lock_desc_t lock;
   int64_t lock_owner_id;    /* -1 if none or not a runtime thread */

@@ -89,6 +89,18 @@ int64_t vmt_os_elapsed_nanos(void);       /* calibrated TSC (cached parameters) 
 const char *vmt_os_elapsed_source(void);
 const char *vmt_os_elapsed_source_reason(void);
 
+/* ---- Futex (process-private) ----------------------------------------------------------- *
+ * The one blocking primitive the runtime builds its locks on (monitors, park, sleep, join).
+ * Deadlines are absolute CLOCK_MONOTONIC nanoseconds, the scale of vmt_os_java_time_nanos(),
+ * so a wait re-issued after EINTR or a spurious wake keeps the caller's deadline exactly. */
+#define VMT_OS_NO_DEADLINE INT64_MAX
+/* Sleeps while *word == expected, until woken or the deadline. 0 when woken (or spuriously),
+ * -EAGAIN if *word != expected on entry, -ETIMEDOUT, -EINTR (a signal). Callers re-check
+ * their condition on every return. */
+int vmt_os_futex_wait(_Atomic uint32_t *word, uint32_t expected, int64_t deadline_ns);
+/* Wakes up to count waiters (INT32_MAX: all). Never fails on a valid address. */
+void vmt_os_futex_wake(_Atomic uint32_t *word, int32_t count);
+
 /* ---- Capabilities ---------------------------------------------------------------------- */
 typedef struct vmt_os_caps {
   bool thread_cpu_time;           /* any thread's CPU time by clock id */

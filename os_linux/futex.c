@@ -1,0 +1,46 @@
+/*
+ * os_linux/futex.c: the port's futex (runtime/os.h), the only blocking primitive under the
+ * runtime's monitors, park, sleep and join.
+ *
+ * FUTEX_WAIT_BITSET takes an *absolute* timeout on CLOCK_MONOTONIC (futex(2): the bitset
+ * operations measure against CLOCK_MONOTONIC unless FUTEX_CLOCK_REALTIME is given), unlike
+ * FUTEX_WAIT's relative one. A wait re-issued after EINTR or a spurious wake-up therefore
+ * keeps the caller's deadline without recomputing anything. FUTEX_PRIVATE_FLAG skips the
+ * mm-wide hash lookup: every word the runtime waits on is process-private.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/os.h"
+
+int vmt_os_futex_wait(_Atomic uint32_t *word, uint32_t expected, int64_t deadline_ns) {
+  struct timespec ts, *tsp = NULL;
+  if (deadline_ns != VMT_OS_NO_DEADLINE) {
+    if (deadline_ns < 0) deadline_ns = 0;
+    ts.tv_sec = (time_t)(deadline_ns / 1000000000);
+    ts.tv_nsec = (long)(deadline_ns % 1000000000);
+    tsp = &ts;
+  }
+  long rc = syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG,
+                    expected, tsp, NULL, FUTEX_BITSET_MATCH_ANY);
+  if (rc == 0) return 0;
+  switch (errno) {
+    case EAGAIN:
+    case ETIMEDOUT:
+    case EINTR:
+      return -errno;
+    default:
+      /* EFAULT/EINVAL/ENOSYS mean a programming error in the runtime (a bad word address):
+       * report it as a wake-up; every caller re-checks its condition and the deadline. */
+      return 0;
+  }
+}
+
+void vmt_os_futex_wake(_Atomic uint32_t *word, int32_t count) {
+  if (count <= 0) return;
+  syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, count, NULL, NULL, 0);
+}
