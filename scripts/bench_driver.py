@@ -1,0 +1,706 @@
+#!/usr/bin/env python3
+"""bench_driver.py: the benchmark suite behind `scripts/bench` (the README's first command).
+
+It builds every benchmark with --config=opt, describes the machine, runs each benchmark
+(every cc_binary in //bench tagged "benchmark", so a new one is picked up without editing this
+file) and, when java and javac exist, bench/java/HotSpotBench.java in the same run; prints one
+table per benchmark, the vmthread/HotSpot comparison and the summary of headline ratios;
+writes the run's JSON lines to results.jsonl, validates them (scripts/bench_check.py) and
+renders the plots (bench/plot.sh) from that file.
+
+Every figure printed comes from this run's rows: the ratios below name rows and statistics,
+never values. A ratio whose rows are missing prints "n/a" and why, so a partial suite (a
+benchmark that does not exist yet, --only, --no-java) still runs. A MISS is a finding, not a
+breakage: the run exits non-zero only when the build fails, a benchmark fails or times out,
+or the results file does not validate.
+
+Usage: see `scripts/bench --help` (USAGE below).
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import bench_check  # noqa: E402
+
+USAGE = """scripts/bench [--quick | --long] [--no-java] [--out DIR] [--publish] [--only NAME,...]
+
+  --quick      short runs (fewer samples and repeats): whole suite in under 2 minutes
+  --long       more samples and repeats, for tails you want to trust
+  --no-java    skip the HotSpot side (it is skipped anyway without java and javac)
+  --out DIR    write the run into DIR instead of results/<timestamp>/ (results/latest is
+               then left alone)
+  --publish    also render the plots into docs/img/ and replace the generated section of
+               docs/benchmarks.md with this run's tables, comparison and summary
+  --only LIST  run only these benchmarks (target names such as cpu_time,timers; "hotspot"
+               names the Java side)
+
+Writes into the run directory: results.jsonl (every JSON line of the run), report.md (the
+tables, comparison and summary as Markdown), machine.json, one log per benchmark
+(<name>.log: its stderr), and the plots (*.svg)."""
+
+# Benchmarks run in this order; others found by the query run after them, by name.
+PREFERRED_ORDER = ["cpu_time", "timers", "thread_start", "monitors", "management"]
+
+# Wall-clock budgets the issue sets for the whole suite (issue 7), and a per-benchmark
+# timeout far above any sane run so that a hang ends the run instead of blocking it.
+SUITE_BUDGET_S = {"quick": 120, "default": 600, "long": None}
+BENCH_TIMEOUT_S = {"quick": 300, "default": 900, "long": 3600}
+
+# ---------------------------------------------------------------------------------------------
+# The headline ratios: (label, numerator, denominator, comparison, limit, source). A side is
+# (bench, variant, statistic) or (bench, variant, statistic, {extra key: value}) to pick one
+# row among several that share a variant. comparison None means "reported, no threshold".
+# Thresholds are the issues' "done when" figures; the denominator is always the row the
+# issue compares against, so ">= 20" reads "numerator is at least 20x the denominator".
+HEADLINE_RATIOS = [
+    ("cpu_time: /proc parse / vmthread fast user time, p50",
+     ("cpu_time", "proc_stat", "p50"), ("cpu_time", "vmt_user_fast", "p50"), ">=", 20, "#3"),
+    ("cpu_time: /proc parse / vmthread fast user time, p99.9",
+     ("cpu_time", "proc_stat", "p999"), ("cpu_time", "vmt_user_fast", "p999"), ">=", 10, "#3"),
+    ("cpu_time: consistent user / fast user time, p50",
+     ("cpu_time", "vmt_user_consistent", "p50"), ("cpu_time", "vmt_user_fast", "p50"),
+     "<=", 1.6, "#3"),
+    ("cpu_time: pid-0 VIRT / pthread_getcpuclockid VIRT, p50",
+     ("cpu_time", "virt_pid0", "p50"), ("cpu_time", "virt_pthread_clock", "p50"),
+     "<=", 1.0, "#3"),
+    ("cpu_time: other thread's CPU time / bare clock_gettime, p50",
+     ("cpu_time", "vmt_other_cpu", "p50"), ("cpu_time", "sched_other_clock", "p50"),
+     "<=", 1.2, "#3"),
+    ("timers: vDSO CLOCK_MONOTONIC / cached TSC counter, p50",
+     ("timers", "clock_monotonic", "p50"), ("timers", "vmt_counter_cached", "p50"),
+     ">=", 1.4, "#3"),
+    ("timers: cached TSC counter p99.9 / its p50",
+     ("timers", "vmt_counter_cached", "p999"), ("timers", "vmt_counter_cached", "p50"),
+     "<=", 3, "#3"),
+    ("thread_start: handshake start / vmthread start, median",
+     ("thread_start", "handshake", "p50"), ("thread_start", "vmthread", "p50"), ">=", 1.2, "#4"),
+    ("thread_start: vmthread start / raw pthread_create, median",
+     ("thread_start", "vmthread", "p50"), ("thread_start", "pthread", "p50"), "<=", 1.15, "#4"),
+    ("monitors: uncontended enter+exit / pthread mutex, p50",
+     ("monitors", "uncontended_enter_exit", "p50"), ("monitors", "pthread_mutex", "p50"),
+     "<=", 1.3, "#5"),
+    ("management: CPU-time sweep / bare clock_gettime loop, 1000 threads",
+     ("management", "cpu_time_sweep_1000", "p50"), ("management", "bare_clock_sweep_1000", "p50"),
+     "<=", 1.3, "#6"),
+    ("management: /proc sweep / CPU-time sweep, 1000 threads",
+     ("management", "proc_sweep_1000", "p50"), ("management", "cpu_time_sweep_1000", "p50"),
+     ">=", 15, "#6"),
+    ("HotSpot getCurrentThreadUserTime / vmthread consistent user time, p50",
+     ("hotspot", "current_user_time", "p50"), ("cpu_time", "vmt_user_consistent", "p50"),
+     None, None, "#7"),
+    ("HotSpot Thread.start+join / vmthread start+join, median",
+     ("hotspot_thread_start", "start_join_1000", "p50"), ("thread_start", "vmthread", "p50"),
+     None, None, "#7"),
+]
+
+# Single values an issue bounds (an extra key of one row): (label, (bench, variant, key),
+# comparison, limit, source).
+HEADLINE_VALUES = [
+    ("timers: TSC counter drift against CLOCK_MONOTONIC, |ppm|",
+     ("timers", "vmt_counter", "drift_ppm"), "<=", 50, "#3"),
+]
+
+# vmthread next to HotSpot, per method: (method, vmthread (bench, variant), HotSpot (bench,
+# variant)). The ratio printed is HotSpot / vmthread: how many times faster vmthread is.
+HOTSPOT_COMPARISON = [
+    ("current thread user time", ("cpu_time", "vmt_user_consistent"),
+     ("hotspot", "current_user_time")),
+    ("current thread user time (fast)", ("cpu_time", "vmt_user_fast"),
+     ("hotspot", "current_user_time")),
+    ("current thread CPU time", ("cpu_time", "vmt_cpu"), ("hotspot", "current_cpu_time")),
+    ("other thread user time", ("cpu_time", "vmt_other_user"), ("hotspot", "other_user_time")),
+    ("other thread CPU time", ("cpu_time", "vmt_other_cpu"), ("hotspot", "other_cpu_time")),
+    ("monotonic nanoseconds", ("timers", "vmt_counter_cached"), ("hotspot", "nano_time")),
+    ("start+join, 1000 threads (us/thread)", ("thread_start", "vmthread"),
+     ("hotspot_thread_start", "start_join_1000")),
+]
+
+STAT_NAMES = {"p50": "p50", "p90": "p90", "p99": "p99", "p999": "p99.9", "p9999": "p99.99",
+              "max": "max", "mean": "mean", "min": "min"}
+
+# ---------------------------------------------------------------------------------------------
+
+
+def fmt_num(v):
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return str(v)
+    if isinstance(v, int):
+        return "{:,}".format(v)
+    if abs(v) >= 1000:
+        return "{:,.0f}".format(v)
+    if abs(v) >= 10:
+        return "%.1f" % v
+    return "%.2f" % v
+
+
+def rel(path):
+    """A path for printing: relative to the repository when inside it."""
+    return os.path.relpath(path, ROOT) if path.startswith(ROOT + os.sep) else path
+
+
+def fmt_elapsed(seconds):
+    seconds = int(round(seconds))
+    return "%d:%02d" % (seconds // 60, seconds % 60)
+
+
+class Output:
+    """Prints for people and keeps a Markdown copy of the parts that go into report.md."""
+
+    def __init__(self):
+        self.md = []
+
+    @staticmethod
+    def say(text=""):
+        print(text, flush=True)
+
+    def section(self, title):
+        self.say("\n" + "=" * 100 + "\n" + title + "\n" + "=" * 100)
+        self.md.append("\n### " + title + "\n")
+
+    def table(self, header, rows, align=None, md_only=False):
+        """header: list of column names; rows: lists of cells (strings). align: 'l'/'r'."""
+        align = align or ["l"] + ["r"] * (len(header) - 1)
+        if not md_only:
+            widths = [max(len(str(c)) for c in col) for col in zip(header, *rows)]
+            for line in [header] + rows:
+                cells = []
+                for cell, w, a in zip(line, widths, align):
+                    cells.append(str(cell).ljust(w) if a == "l" else str(cell).rjust(w))
+                self.say("  ".join(cells).rstrip())
+        self.md.append("| " + " | ".join(header) + " |")
+        self.md.append("|" + "|".join("---" if a == "l" else "---:" for a in align) + "|")
+        for line in rows:
+            self.md.append("| " + " | ".join(str(c).replace("|", "\\|") for c in line) + " |")
+        self.md.append("")
+
+    def text(self, line):
+        self.say(line)
+        self.md.append(line + "\n")
+
+
+# ---- machine ---------------------------------------------------------------------------------
+
+
+def read_first(path, prefix=None):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if prefix is None:
+                    return line.strip()
+                if line.startswith(prefix):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
+def first_line(cmd):
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = (proc.stdout + proc.stderr).strip()
+    return text.splitlines()[0] if proc.returncode == 0 and text else None
+
+
+def describe_machine(java):
+    """What every figure of the run depends on (issue 7: CPU model, cores, kernel,
+    clocksource, HZ, glibc, compiler), plus the JVM and the load when the run started."""
+    try:
+        # CLOCK_MONOTONIC_COARSE advances once per tick: its resolution is 1/HZ.
+        hz = round(1 / time.clock_getres(time.CLOCK_MONOTONIC_COARSE))
+    except (AttributeError, OSError, ZeroDivisionError):
+        hz = None
+    flags = read_first("/proc/cpuinfo", "flags").split()
+    m = {
+        "cpu": read_first("/proc/cpuinfo", "model name"),
+        "cores": os.sysconf("SC_NPROCESSORS_ONLN"),
+        "kernel": platform.release(),
+        "clocksource": read_first(
+            "/sys/devices/system/clocksource/clocksource0/current_clocksource"),
+        "hz": hz,
+        "tsc_flags": " ".join(f for f in ("constant_tsc", "nonstop_tsc", "rdtscp",
+                                          "tsc_known_freq") if f in flags) or "none",
+        "glibc": os.confstr("CS_GNU_LIBC_VERSION") or "unknown",
+        "compiler": first_line(["gcc", "--version"]) or "unknown",
+        "bazel": first_line(["bazel", "--version"]) or "unknown",
+        "jvm": None,
+        "loadavg_at_start": round(os.getloadavg()[0], 2),
+        "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    }
+    if java:
+        try:
+            proc = subprocess.run([java, "-XshowSettings:properties", "-version"],
+                                  capture_output=True, text=True, timeout=60, check=False)
+            props = dict(re.findall(r"^\s*(java\.vm\.name|java\.vm\.version) = (.*)$",
+                                    proc.stderr, re.M))
+            if props:
+                m["jvm"] = "%s %s" % (props.get("java.vm.name", "?"),
+                                      props.get("java.vm.version", "?"))
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    try:
+        commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                                capture_output=True, text=True, check=False).stdout.strip()
+        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=False).stdout.strip()
+        m["commit"] = (commit + ("+uncommitted" if dirty else "")) if commit else "unknown"
+    except OSError:
+        m["commit"] = "unknown"
+    return m
+
+
+def machine_lines(m):
+    return [
+        "machine: %s | %s cores | Linux %s | clocksource %s | HZ %s | TSC flags: %s"
+        % (m["cpu"], m["cores"], m["kernel"], m["clocksource"], m["hz"], m["tsc_flags"]),
+        "toolchain: glibc %s | %s | %s | JVM: %s"
+        % (m["glibc"], m["compiler"], m["bazel"], m["jvm"] or "none"),
+        "run: %s | vmthread %s | load average at start %s (other work on the machine shows in "
+        "the tails; ratios are taken within one process run)"
+        % (m["date_utc"], m["commit"], m["loadavg_at_start"]),
+    ]
+
+
+# ---- running ---------------------------------------------------------------------------------
+
+
+class Progress:
+    """'[n/N] name' lines, the suite's elapsed time, and a heartbeat while a step is silent."""
+
+    def __init__(self, total):
+        self.total = total
+        self.index = 0
+        self.suite_start = time.monotonic()
+
+    def elapsed(self):
+        return fmt_elapsed(time.monotonic() - self.suite_start)
+
+    def start(self, name, what):
+        self.index += 1
+        print("\n[%d/%d] %s: %s (suite elapsed %s)" % (self.index, self.total, name, what,
+                                                    self.elapsed()), flush=True)
+
+
+def run_streaming(cmd, name, progress, timeout, log_path, cwd=ROOT):
+    """Runs cmd; returns (rc, stdout lines, timed_out). stderr is shown as it comes (indented)
+    and saved to log_path; a heartbeat line appears after 30 s without output."""
+    start = time.monotonic()
+    last_output = [start]
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, bufsize=1)
+    out_lines = []
+
+    def pump_stdout():
+        for line in proc.stdout:
+            out_lines.append(line)
+
+    def pump_stderr():
+        with open(log_path, "w", encoding="utf-8") as log:
+            for line in proc.stderr:
+                log.write(line)
+                log.flush()
+                last_output[0] = time.monotonic()
+                print("    | " + line.rstrip("\n"), flush=True)
+
+    readers = [threading.Thread(target=pump_stdout, daemon=True),
+               threading.Thread(target=pump_stderr, daemon=True)]
+    for r in readers:
+        r.start()
+    timed_out = False
+    while True:
+        try:
+            proc.wait(timeout=1)
+            break
+        except subprocess.TimeoutExpired:
+            now = time.monotonic()
+            if timeout and now - start > timeout:
+                proc.kill()
+                proc.wait()
+                timed_out = True
+                break
+            if now - last_output[0] >= 30:
+                last_output[0] = now
+                print("    ... %s running for %s (%d/%d, suite elapsed %s)"
+                      % (name, fmt_elapsed(now - start), progress.index, progress.total,
+                         progress.elapsed()), flush=True)
+    for r in readers:
+        r.join(timeout=5)
+    return proc.returncode, out_lines, timed_out, time.monotonic() - start
+
+
+def bazel(*args, capture=True):
+    return subprocess.run(["bazel"] + list(args), cwd=ROOT, check=False, text=True,
+                          stdout=subprocess.PIPE if capture else None,
+                          stderr=subprocess.DEVNULL if capture else None)
+
+
+def discover_benchmarks():
+    # \b: a tag list like "[benchmark, manual]" matches, "benchmarks_helper" does not.
+    proc = bazel("query", r'attr(tags, "\bbenchmark\b", kind(cc_binary, //bench:*))',
+                 "--output=label")
+    if proc.returncode != 0:
+        return None
+    names = [l.split(":", 1)[1] for l in proc.stdout.split() if l.startswith("//bench:")]
+    order = {n: i for i, n in enumerate(PREFERRED_ORDER)}
+    return sorted(names, key=lambda n: (order.get(n, len(order)), n))
+
+
+def parse_rows(lines, source, problems):
+    """JSON rows from a program's stdout; every line must be a valid row."""
+    rows = []
+    for n, text in enumerate(lines, 1):
+        if not text.strip():
+            continue
+        row, found = bench_check.check_line(text)
+        problems.extend("%s: stdout line %d: %s" % (source, n, p) for p in found)
+        if row is not None:
+            rows.append(row)
+    return rows
+
+
+# ---- reporting -------------------------------------------------------------------------------
+
+TABLE_STATS = ["min", "p50", "p90", "p99", "p999", "p9999", "max", "mean"]
+NOT_EXTRA = bench_check.SCHEMA_KEYS
+
+
+def print_bench_tables(out, rows):
+    benches = []
+    for r in rows:
+        if r["bench"] not in benches:
+            benches.append(r["bench"])
+    for b in benches:
+        out.section("%s" % b)
+        mine = [r for r in rows if r["bench"] == b]
+        header = ["variant", "unit", "samples"] + [STAT_NAMES[s] for s in TABLE_STATS] + ["extra"]
+        table = []
+        for r in mine:
+            extras = " ".join("%s=%s" % (k, fmt_num(v) if not isinstance(v, str) else v)
+                              for k, v in r.items() if k not in NOT_EXTRA)
+            table.append([r["variant"], r["unit"], str(r["samples"])]
+                         + [fmt_num(r[s]) if s in r else "-" for s in TABLE_STATS] + [extras])
+        out.table(header, table, align=["l", "l"] + ["r"] * (len(TABLE_STATS) + 1) + ["l"])
+
+
+def find_row(rows, bench, variant, where=None):
+    """(row, None) or (None, reason) for a (bench, variant[, extras]) reference."""
+    if not any(r["bench"] == bench for r in rows):
+        return None, "benchmark %s not in this run" % bench
+    found = [r for r in rows if r["bench"] == bench and r["variant"] == variant
+             and all(r.get(k) == v for k, v in (where or {}).items())]
+    if not found:
+        return None, "no row %s/%s in this run" % (bench, variant)
+    if len(found) > 1:
+        return None, "%d rows match %s/%s" % (len(found), bench, variant)
+    return found[0], None
+
+
+def lookup(rows, ref):
+    bench, variant, stat = ref[:3]
+    where = ref[3] if len(ref) > 3 else None
+    row, why = find_row(rows, bench, variant, where)
+    if row is None:
+        return None, None, why
+    v = row.get(stat)
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return None, None, "row %s/%s has no numeric %s" % (bench, variant, stat)
+    return v, row, None
+
+
+def verdict(value, op, limit):
+    if op is None:
+        return "report"
+    ok = value >= limit if op == ">=" else value <= limit
+    return "PASS" if ok else "MISS"
+
+
+def headline(rows):
+    """[(label, value text, wanted text, verdict, source)] computed from this run's rows."""
+    lines = []
+    for label, num, den, op, limit, source in HEADLINE_RATIOS:
+        nv, nrow, why = lookup(rows, num)
+        dv = drow = None
+        if why is None:
+            dv, drow, why = lookup(rows, den)
+        if why is None and nrow["unit"] != drow["unit"]:
+            why = "units differ (%s vs %s)" % (nrow["unit"], drow["unit"])
+        if why is None and dv <= 0:
+            why = "denominator %s/%s %s is %s" % (den[0], den[1], den[2], dv)
+        wanted = "%s %sx" % (op, fmt_num(limit)) if op else "-"
+        if why is not None:
+            lines.append((label, "n/a (%s)" % why, wanted, "n/a", source))
+            continue
+        ratio = nv / dv
+        lines.append((label, "%.2fx (%s / %s %s)" % (ratio, fmt_num(nv), fmt_num(dv),
+                                                      nrow["unit"]),
+                      wanted, verdict(ratio, op, limit), source))
+    for label, (bench, variant, key), op, limit, source in HEADLINE_VALUES:
+        v, row, why = lookup(rows, (bench, variant, key))
+        wanted = "%s %s" % (op, fmt_num(limit))
+        if why is not None:
+            lines.append((label, "n/a (%s)" % why, wanted, "n/a", source))
+            continue
+        lines.append((label, fmt_num(v), wanted, verdict(abs(v), op, limit), source))
+    return lines
+
+
+def comparison(rows):
+    """(table rows, notes on the methods that could not be compared)."""
+    table, notes = [], []
+    for method, (vb, vv), (hb, hv) in HOTSPOT_COMPARISON:
+        vrow, why = find_row(rows, vb, vv)
+        hrow = None
+        if why is None:
+            hrow, why = find_row(rows, hb, hv)
+        if why is None and vrow["unit"] != hrow["unit"]:
+            why = "units differ"
+        if why is not None:
+            table.append([method, "%s/%s" % (vb, vv), "-"] + ["n/a"] * 6)
+            notes.append("n/a: %s: %s" % (method, why))
+            continue
+
+        def ratio(stat):
+            if vrow[stat] <= 0:
+                return "n/a"
+            return "%.1fx" % (hrow[stat] / vrow[stat])
+
+        table.append([method, "%s/%s" % (vb, vv), vrow["unit"],
+                      fmt_num(vrow["p50"]), fmt_num(hrow["p50"]), ratio("p50"),
+                      fmt_num(vrow["p999"]), fmt_num(hrow["p999"]), ratio("p999")])
+    return table, notes
+
+
+# ---- main ------------------------------------------------------------------------------------
+
+
+def publish_docs(report_md, run_label):
+    """Replaces the generated section of docs/benchmarks.md with this run's report."""
+    path = os.path.join(ROOT, "docs", "benchmarks.md")
+    begin, end = "<!-- bench:results:begin -->", "<!-- bench:results:end -->"
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = f.read()
+    except OSError:
+        return "docs/benchmarks.md not found: not updated"
+    if begin not in doc or end not in doc:
+        return "docs/benchmarks.md has no %s ... %s section: not updated" % (begin, end)
+    head, rest = doc.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    body = ("\n<!-- Generated by `%s`; do not edit by hand. -->\n" % run_label
+            + report_md.strip() + "\n")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(head + begin + body + end + tail)
+    return "docs/benchmarks.md: results section replaced"
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(prog="scripts/bench", usage=USAGE, add_help=False)
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true")
+    mode.add_argument("--long", action="store_true")
+    ap.add_argument("--no-java", action="store_true")
+    ap.add_argument("--out")
+    ap.add_argument("--publish", action="store_true")
+    ap.add_argument("--only")
+    ap.add_argument("-h", "--help", action="store_true")
+    args = ap.parse_args(argv)
+    if args.help:
+        print("usage: " + USAGE)
+        return 0
+    mode_name = "quick" if args.quick else "long" if args.long else "default"
+    mode_flags = ["--quick"] if args.quick else ["--long"] if args.long else []
+    run_label = "scripts/bench" + "".join(" " + a for a in argv if a != "--publish")
+    out = Output()
+    suite_start = time.monotonic()
+
+    java = shutil.which("java")
+    javac = shutil.which("javac")
+    with_java = not args.no_java and java and javac
+    only = set(args.only.split(",")) if args.only else None
+
+    # Run directory.
+    results_root = os.path.join(ROOT, "results")
+    if args.out:
+        run_dir = os.path.abspath(args.out)
+    else:
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        run_dir = os.path.join(results_root, stamp)
+    os.makedirs(run_dir, exist_ok=True)
+    results_path = os.path.join(run_dir, "results.jsonl")
+    open(results_path, "w").close()
+
+    # Build.
+    print("scripts/bench: %s mode; run directory %s" % (mode_name, rel(run_dir)), flush=True)
+    names = discover_benchmarks()
+    if names is None:
+        print("scripts/bench: `bazel query` failed; run it by hand to see why", file=sys.stderr)
+        return 1
+    if only is not None:
+        unknown = only - set(names) - {"hotspot"}
+        if unknown:
+            print("scripts/bench: --only names unknown benchmarks: %s (have: %s)"
+                  % (", ".join(sorted(unknown)), ", ".join(names + ["hotspot"])),
+                  file=sys.stderr)
+            return 2
+        names = [n for n in names if n in only]
+        with_java = with_java and "hotspot" in only
+    print("scripts/bench: benchmarks: %s" % (", ".join("//bench:" + n for n in names) or "none"),
+          flush=True)
+    if names:
+        print("scripts/bench: building with --config=opt ...", flush=True)
+        build = subprocess.run(["bazel", "build", "--config=opt"]
+                               + ["//bench:" + n for n in names], cwd=ROOT, check=False)
+        if build.returncode != 0:
+            print("scripts/bench: build failed", file=sys.stderr)
+            return 1
+        bin_dir = bazel("info", "--config=opt", "bazel-bin").stdout.strip()
+    m = describe_machine(java if with_java else None)
+    with open(os.path.join(run_dir, "machine.json"), "w", encoding="utf-8") as f:
+        json.dump(m, f, indent=2)
+    out.say("")
+    for line in machine_lines(m):
+        out.text(line)
+
+    steps = len(names) + (1 if with_java else 0)
+    progress = Progress(steps)
+    progress.suite_start = suite_start
+    all_rows, problems, failures = [], [], []
+
+    def collect(name, cmd, timeout):
+        rc, lines, timed_out, took = run_streaming(cmd, name, progress, timeout,
+                                                   os.path.join(run_dir, name + ".log"))
+        found = []
+        rows = parse_rows(lines, name, found)
+        problems.extend(found)
+        with open(results_path, "a", encoding="utf-8") as f:
+            for line in lines:
+                if line.strip():
+                    f.write(line if line.endswith("\n") else line + "\n")
+        status = "done"
+        if timed_out:
+            failures.append("%s timed out after %s" % (name, fmt_elapsed(took)))
+            status = "TIMED OUT"
+        elif rc != 0:
+            failures.append("%s exited with status %s" % (name, rc))
+            status = "FAILED (exit %s)" % rc
+        elif not rows:
+            failures.append("%s printed no result rows" % name)
+            status = "FAILED (no rows)"
+        print("[%d/%d] %s: %s in %s, %d rows%s (suite elapsed %s)"
+              % (progress.index, progress.total, name, status, fmt_elapsed(took), len(rows),
+                 ", %d invalid lines" % len(found) if found else "", progress.elapsed()),
+              flush=True)
+        all_rows.extend(rows)
+
+    for name in names:
+        progress.start(name, "//bench:%s %s" % (name, " ".join(mode_flags)))
+        collect(name, [os.path.join(bin_dir, "bench", name), "--json"] + mode_flags,
+                BENCH_TIMEOUT_S[mode_name])
+
+    java_note = None
+    if with_java:
+        progress.start("hotspot", "bench/java/HotSpotBench.java on %s" % (m["jvm"] or java))
+        with tempfile.TemporaryDirectory(prefix="vmt-hotspot-") as classes:
+            jc = subprocess.run([javac, "-d", classes,
+                                 os.path.join(ROOT, "bench", "java", "HotSpotBench.java")],
+                                cwd=ROOT, capture_output=True, text=True, check=False)
+            if jc.returncode != 0:
+                print(jc.stdout + jc.stderr, flush=True)
+                failures.append("javac failed on bench/java/HotSpotBench.java")
+            else:
+                # HotSpotBench has no --long: its default run is already 200k samples.
+                collect("hotspot", [java, "-cp", classes, "HotSpotBench", "--json"]
+                        + (["--quick"] if args.quick else []), BENCH_TIMEOUT_S[mode_name])
+    elif args.no_java or (only is not None and "hotspot" not in only):
+        java_note = "HotSpot side skipped (--no-java or --only)."
+    else:
+        java_note = ("HotSpot side skipped: %s not found (install a JDK, e.g. Debian's "
+                     "openjdk-17-jdk-headless, to compare)."
+                     % " and ".join(n for n, p in (("java", java), ("javac", javac)) if not p))
+    if java_note:
+        print("\n" + java_note, flush=True)
+
+    # Tables, comparison, summary: from this run's rows only.
+    print_bench_tables(out, all_rows)
+
+    out.section("vmthread vs HotSpot (same run; ratio = HotSpot / vmthread, >1 means vmthread "
+                "is faster)")
+    if java_note:
+        out.text(java_note)
+    else:
+        table, notes = comparison(all_rows)
+        out.table(["method", "vmthread row", "unit", "vmthread p50", "HotSpot p50", "ratio p50",
+                   "vmthread p99.9", "HotSpot p99.9", "ratio p99.9"],
+                  table, align=["l", "l", "l"] + ["r"] * 6)
+        for note in notes:
+            out.text(note)
+
+    out.section("Summary: headline ratios of this run (thresholds from the issues)")
+    summary = headline(all_rows)
+    out.table(["ratio", "this run", "wanted", "verdict", "issue"],
+              [list(s) for s in summary], align=["l", "l", "l", "l", "l"])
+    counts = {v: sum(1 for s in summary if s[3] == v) for v in ("PASS", "MISS", "n/a")}
+    out.text("%d PASS, %d MISS, %d n/a" % (counts["PASS"], counts["MISS"], counts["n/a"]))
+
+    # Validation of the whole file, then plots from it.
+    print("\nscripts/bench: validating %s" % rel(results_path), flush=True)
+    _, file_problems = bench_check.check_file(results_path)
+    for p in problems + [p for p in file_problems if p not in problems]:
+        print("  invalid: " + p, flush=True)
+    valid = not problems and not file_problems and all_rows
+    print("scripts/bench: results %s (%d rows)" % ("valid" if valid else "INVALID",
+                                                   len(all_rows)), flush=True)
+
+    plot_dirs = [run_dir] + ([os.path.join(ROOT, "docs", "img")] if args.publish else [])
+    if shutil.which("gnuplot") and all_rows:
+        for d in plot_dirs:
+            pl = subprocess.run([os.path.join(ROOT, "bench", "plot.sh"), results_path, d],
+                                cwd=ROOT, check=False)
+            if pl.returncode != 0:
+                failures.append("bench/plot.sh failed for %s" % d)
+    else:
+        print("scripts/bench: gnuplot not found: plots skipped", flush=True)
+
+    report = ["## Results of `%s`\n" % run_label, "```"] + machine_lines(m) + ["```"] + out.md
+    with open(os.path.join(run_dir, "report.md"), "w", encoding="utf-8") as f:
+        f.write("\n".join(report) + "\n")
+    if args.publish:
+        print("scripts/bench: " + publish_docs("\n".join(report), run_label), flush=True)
+
+    if not args.out:
+        link = os.path.join(results_root, "latest")
+        tmp = link + ".tmp"
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        os.symlink(os.path.basename(run_dir), tmp)
+        os.replace(tmp, link)
+
+    total = time.monotonic() - suite_start
+    budget = SUITE_BUDGET_S[mode_name]
+    print("\nscripts/bench: %s mode took %s%s; results in %s" % (
+        mode_name, fmt_elapsed(total),
+        (" (over the %s budget of %s)" % (mode_name, fmt_elapsed(budget))
+         if budget and total > budget else ""),
+        rel(run_dir)), flush=True)
+    for f in failures:
+        print("scripts/bench: FAILED: " + f, file=sys.stderr)
+    if not valid:
+        print("scripts/bench: FAILED: the results do not validate (see 'invalid:' above)",
+              file=sys.stderr)
+    return 0 if valid and not failures else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
