@@ -16,6 +16,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_check  # noqa: E402
+import script_test  # noqa: E402
 
 # What bench/harness.c prints (vmtb_report, json mode): %.3f numbers, min always present.
 HARNESS_LINE = ('{"bench":"cpu_time","variant":"proc_stat","unit":"ns","samples":20000,'
@@ -182,21 +183,5 @@ class Files(unittest.TestCase):
         self.assertIn("no result rows", out)
 
 
-class CountingResult(unittest.TextTestResult):
-    """Counts passes too, so the run can end with scripts/test's 'N passed, M failed' line."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.passed = 0
-
-    def addSuccess(self, test):
-        super().addSuccess(test)
-        self.passed += 1
-
-
 if __name__ == "__main__":
-    suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
-    result = unittest.TextTestRunner(resultclass=CountingResult, verbosity=2).run(suite)
-    failed = len(result.failures) + len(result.errors)
-    print("%d passed, %d failed" % (result.passed, failed))
-    sys.exit(1 if failed or result.passed == 0 else 0)
+    script_test.run(__name__)
