@@ -1,0 +1,40 @@
+/*
+ * os_linux/caps.c: vmt_os_init() and the capability record. HotSpot probes the thread CPU
+ * clocks once at startup (os::Linux::fast_thread_clock_init, with clock_getres); so do we, for
+ * each kind of clock the port uses, and the elapsed counter decides its source here too.
+ * Nothing is assumed: a kind whose probe fails is reported unsupported and its reads fail.
+ */
+#include <errno.h>
+#include <pthread.h>
+
+#include "os_linux/os_impl.h"
+
+vmt_os_caps_t vmt_os__caps;
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+static bool clock_works(clockid_t clock) {
+  struct timespec ts;
+  return clock_getres(clock, &ts) == 0 && clock_gettime(clock, &ts) == 0;
+}
+
+static void probe(void) {
+  pid_t self = vmt_os_current_tid();
+  /* Another thread's clocks are reached by tid: probe the calling thread's, by tid. */
+  vmt_os__caps.thread_cpu_time = clock_works(vmt_os__thread_clock(self, VMT_OS_CPUCLOCK_SCHED));
+  vmt_os__caps.current_thread_cpu_time = clock_works(vmt_os_current_cpu_clockid(false));
+  vmt_os__caps.user_time = clock_works(vmt_os_current_cpu_clockid(true)) &&
+                           clock_works(vmt_os__thread_clock(self, VMT_OS_CPUCLOCK_VIRT)) &&
+                           clock_works(vmt_os__thread_clock(self, VMT_OS_CPUCLOCK_PROF));
+  vmt_os__elapsed_init();
+}
+
+int vmt_os_init(void) {
+  int rc = pthread_once(&init_once, probe);
+  return rc == 0 ? 0 : -rc;
+}
+
+const vmt_os_caps_t *vmt_os_caps(void) {
+  vmt_os_init();
+  return &vmt_os__caps;
+}

@@ -1,0 +1,83 @@
+/*
+ * os_linux/cpu_clock.c: CPU time of a thread by clock id (HotSpot's os::thread_cpu_time and
+ * JDK-8372584's CPUCLOCK_VIRT user time), and of the calling thread by the pid-0 ids.
+ *
+ * DESIGN (never another thread's time). The clock id is computed from the tid in the runtime's
+ * own record, never from a pthread_t (undefined after join; glibc and musl both yield the
+ * caller's clock -2 in windows around exit). A tid stays valid until the thread has exited;
+ * the thread sets `exiting` before it can exit. A reader therefore reads the clock, issues a
+ * full fence, and loads `exiting`: clear means the thread had not begun to leave when the
+ * clock was read, so the tid still named it (a recycled tid is only possible after exit).
+ * Set means the value may belong to a new owner of the tid: -1.
+ */
+#include <errno.h>
+
+#include "os_linux/os_impl.h"
+#include "runtime/fault.h"
+
+int vmt_os__cpu_clock_read(clockid_t clock, int64_t *ns) {
+  int err = vmt__fault_hit(VMT__FAULT_CLOCK);
+  if (err) return err;
+  struct timespec ts;
+  if (clock_gettime(clock, &ts) != 0) return -errno;
+  *ns = vmt_os__ts_ns(&ts);
+  return 0;
+}
+
+int vmt_os_cpu_clockid(clockid_t base, bool user_only, clockid_t *out) {
+  if (out == NULL) return -EINVAL;
+  /* A per-thread CPU clock: negative, per-thread bit set, and not the invalid 0b111. */
+  if (base >= 0 || (base & VMT_OS_CPUCLOCK_PERTHREAD) == 0 ||
+      (base & VMT_OS_CPUCLOCK_TYPE_MASK) == VMT_OS_CPUCLOCK_TYPE_MASK)
+    return -EINVAL;
+  uint32_t type = user_only ? VMT_OS_CPUCLOCK_VIRT : VMT_OS_CPUCLOCK_SCHED;
+  *out = (clockid_t)(((uint32_t)base & ~(uint32_t)VMT_OS_CLOCK_FIELD_MASK) |
+                     VMT_OS_CPUCLOCK_PERTHREAD | type);
+  return 0;
+}
+
+clockid_t vmt_os_current_cpu_clockid(bool user_only) {
+  return vmt_os__thread_clock(0, user_only ? VMT_OS_CPUCLOCK_VIRT : VMT_OS_CPUCLOCK_SCHED);
+}
+
+/* The published tid of a thread that has not begun to leave; 0 otherwise. */
+static pid_t live_tid(const vmt_os_thread_t *ot) {
+  int32_t tid = atomic_load_explicit(&((vmt_os_thread_t *)ot)->tid, memory_order_acquire);
+  if (tid <= 0) return 0;   /* never started (or still being bound) */
+  if (atomic_load_explicit(&((vmt_os_thread_t *)ot)->exiting, memory_order_acquire)) return 0;
+  return tid;
+}
+
+/* After a clock read: was the thread still there when it was read? */
+static bool still_alive(const vmt_os_thread_t *ot) {
+  atomic_thread_fence(memory_order_seq_cst);
+  return atomic_load_explicit(&((vmt_os_thread_t *)ot)->exiting, memory_order_relaxed) == 0;
+}
+
+int vmt_os__thread_clock_read(const vmt_os_thread_t *ot, int type, int64_t *ns) {
+  pid_t tid = live_tid(ot);
+  if (tid == 0) return -ESRCH;
+  int err = vmt_os__cpu_clock_read(vmt_os__thread_clock(tid, type), ns);
+  if (err) return err == -EINVAL ? -ESRCH : err;   /* EINVAL: the task is gone */
+  return still_alive(ot) ? 0 : -ESRCH;
+}
+
+int64_t vmt_os_thread_cpu_time(const vmt_os_thread_t *ot, bool user_only, bool *success) {
+  bool ok = false;
+  int64_t ns = -1;
+  if (ot != NULL &&
+      vmt_os__thread_clock_read(ot, user_only ? VMT_OS_CPUCLOCK_VIRT : VMT_OS_CPUCLOCK_SCHED,
+                                &ns) == 0) {
+    ok = true;
+  } else {
+    ns = -1;
+  }
+  if (success != NULL) *success = ok;
+  return ns;
+}
+
+int64_t vmt_os_current_thread_cpu_time(bool user_only) {
+  int64_t ns;
+  if (vmt_os__cpu_clock_read(vmt_os_current_cpu_clockid(user_only), &ns) != 0) return -1;
+  return ns;
+}

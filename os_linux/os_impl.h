@@ -1,0 +1,57 @@
+/*
+ * os_linux/os_impl.h: what the files of the Linux port share and nothing else includes: the
+ * CPU clock id encoding of the kernel ABI, the nanosecond helpers and the
+ * test seams of the time sources. Hidden; tests of internals include it and say so.
+ */
+#ifndef VMT_OS_LINUX_OS_IMPL_H
+#define VMT_OS_LINUX_OS_IMPL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "runtime/os.h"
+
+/*
+ * CPU clock ids (include/linux/posix-timers.h, stable since 2.6.12): ((~pid) << 3) | bits,
+ * where bit 2 marks a per-thread clock and bits 1..0 the type. Type 3 is the fd-clock path and
+ * 0b111 is invalid, so the replacement mask covers all three bits (VMT_OS_CLOCK_FIELD_MASK),
+ * never the type alone.
+ */
+#define VMT_OS_CPUCLOCK_PROF 0
+#define VMT_OS_CPUCLOCK_VIRT 1
+#define VMT_OS_CPUCLOCK_SCHED 2
+#define VMT_OS_CPUCLOCK_TYPE_MASK 3
+#define VMT_OS_CPUCLOCK_PERTHREAD 4
+#define VMT_OS_CLOCK_FIELD_MASK 7
+
+/* The clock id of type `type` of thread tid (tid 0: the calling thread, no pid lookup). */
+static inline clockid_t vmt_os__thread_clock(pid_t tid, int type) {
+  /* Computed on unsigned values: shifting a negative int left is undefined in C11. */
+  return (clockid_t)((~(uint32_t)tid << 3) | VMT_OS_CPUCLOCK_PERTHREAD | (uint32_t)type);
+}
+
+/* The tid a per-thread clock id encodes (arithmetic shift of a negative value: gcc defines
+ * it; we rely on two's complement throughout). */
+static inline pid_t vmt_os__clock_tid(clockid_t clock) { return (pid_t)~(clock >> 3); }
+
+static inline int64_t vmt_os__ts_ns(const struct timespec *ts) {
+  return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
+}
+
+/* clock_gettime in ns behind the VMT__FAULT_CLOCK seam; 0 or -errno. */
+int vmt_os__cpu_clock_read(clockid_t clock, int64_t *ns);
+
+/* Reads clock `type` of a live, bound thread, validated after the read (cpu_clock.c).
+ * -ESRCH when the thread has not started, is exiting or has exited; else 0 or -errno. */
+int vmt_os__thread_clock_read(const vmt_os_thread_t *ot, int type, int64_t *ns);
+
+/* The capability record init fills in (caps.c). */
+extern vmt_os_caps_t vmt_os__caps;
+
+/* ---- Time sources: the elapsed counter (tsc.c) ---------------------------------------- */
+/* Decides the elapsed counter's source and calibrates it; called once by vmt_os_init(). */
+void vmt_os__elapsed_init(void);
+
+#endif /* VMT_OS_LINUX_OS_IMPL_H */

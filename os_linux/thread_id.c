@@ -1,0 +1,105 @@
+/*
+ * os_linux/thread_id.c: binding the runtime's record of a thread to the kernel's identity of
+ * it (tid and SCHED clock id), and the calling thread's tid.
+ *
+ * The parent binds right after pthread_create: the kernel wrote the child's tid into the
+ * pthread descriptor before clone returned (CLONE_PARENT_SETTID), so pthread_getcpuclockid
+ * already encodes it, and tid = ~(clockid >> 3) is right before the child has run. The clock id
+ * is validated (a per-thread SCHED clock with a non-zero pid field) because glibc hands out
+ * clock -2, the *caller's* clock, when it reads a zero tid.
+ *
+ * DESIGN (publication). `tid` is the publication word: 0 = unbound, -1 = a binder claimed the
+ * record and is filling it, > 0 = published. Claiming first makes bind (parent) and bind_self
+ * (child) safe to race: exactly one of them writes sched_clock/handle, then release-stores the
+ * tid and wakes waiters; readers acquire-load the tid before touching the other fields.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "os_linux/os_impl.h"
+#include "runtime/fault.h"
+
+#define TID_CLAIMED (-1)
+
+/* Validates a clock id from pthread_getcpuclockid and extracts its tid; -ESRCH for the
+ * zero-tid window (clock -2), -EINVAL for anything that is not a per-thread SCHED clock. */
+static int clock_to_tid(clockid_t clock, pid_t *tid) {
+  if (clock >= 0 || (clock & VMT_OS_CLOCK_FIELD_MASK) !=
+                        (VMT_OS_CPUCLOCK_PERTHREAD | VMT_OS_CPUCLOCK_SCHED))
+    return -EINVAL;
+  pid_t t = vmt_os__clock_tid(clock);
+  if (t == 0) return -ESRCH;
+  if (t < 0) return -EINVAL;
+  *tid = t;
+  return 0;
+}
+
+static int publish(vmt_os_thread_t *ot, pthread_t handle, clockid_t clock, pid_t tid) {
+  int32_t expected = 0;
+  if (!atomic_compare_exchange_strong_explicit(&ot->tid, &expected, TID_CLAIMED,
+                                               memory_order_acquire, memory_order_acquire)) {
+    /* Bound already (or being bound by the other side of the race): same thread, same tid. */
+    return 0;
+  }
+  ot->handle = handle;
+  ot->sched_clock = clock;
+  atomic_store_explicit(&ot->tid, tid, memory_order_release);
+  vmt_os_futex_wake((_Atomic uint32_t *)&ot->tid, INT32_MAX);
+  return 0;
+}
+
+int vmt_os_thread_bind(vmt_os_thread_t *ot, pthread_t handle) {
+  if (ot == NULL) return -EINVAL;
+  int err = vmt__fault_hit(VMT__FAULT_GETCPUCLOCKID);
+  if (err) return err;
+  clockid_t clock;
+  int rc = pthread_getcpuclockid(handle, &clock);
+  if (rc != 0) return -rc;
+  pid_t tid;
+  err = clock_to_tid(clock, &tid);
+  if (err) return err;
+  return publish(ot, handle, clock, tid);
+}
+
+int vmt_os_thread_bind_self(vmt_os_thread_t *ot) {
+  if (ot == NULL) return -EINVAL;
+  pid_t tid = vmt_os_current_tid();
+  return publish(ot, pthread_self(), vmt_os__thread_clock(tid, VMT_OS_CPUCLOCK_SCHED), tid);
+}
+
+pid_t vmt_os_thread_tid_wait(vmt_os_thread_t *ot) {
+  if (ot == NULL) return -EINVAL;
+  for (;;) {
+    int32_t tid = atomic_load_explicit(&ot->tid, memory_order_acquire);
+    if (tid > 0) return tid;
+    vmt_os_futex_wait((_Atomic uint32_t *)&ot->tid, (uint32_t)tid, VMT_OS_NO_DEADLINE);
+  }
+}
+
+void vmt_os_thread_mark_exiting(vmt_os_thread_t *ot) {
+  if (ot == NULL) return;
+  /* seq_cst pairs with the fence readers issue after their clock read (cpu_clock.c). */
+  atomic_store_explicit(&ot->exiting, 1, memory_order_seq_cst);
+}
+
+/*
+ * The calling thread's tid, cached per thread (gettid is a real syscall, ~100 ns here). glibc
+ * dropped its own tid cache because of fork: the forking thread's cache would be stale in the
+ * child, so a pthread_atfork child handler clears it.
+ */
+static __thread pid_t cached_tid;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void clear_after_fork(void) { cached_tid = 0; }
+static void register_atfork(void) { pthread_atfork(NULL, NULL, clear_after_fork); }
+
+pid_t vmt_os_current_tid(void) {
+  pid_t tid = cached_tid;
+  if (__builtin_expect(tid != 0, 1)) return tid;
+  pthread_once(&atfork_once, register_atfork);
+  tid = (pid_t)syscall(SYS_gettid);
+  cached_tid = tid;
+  return tid;
+}

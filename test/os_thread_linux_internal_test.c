@@ -1,0 +1,346 @@
+/*
+ * test/os_thread_linux_internal_test.c: the Linux port's thread identity and CPU-time reads
+ * (runtime/os.h), driven on raw pthreads so that every life-cycle point can be held still: never
+ * started, running, exiting, exited. Internal API, Linux-specific, hence the name.
+ *
+ * Wherever a read must fail, the caller has burned CPU first: an implementation that fell back
+ * to the caller's clock (what glibc and musl do for an exited thread) would return a large
+ * positive number instead of -1.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "runtime/fault.h"
+#include "runtime/os.h"
+
+/* Burns at least ms of the calling thread's CPU time. */
+static void burn_cpu_ms(int ms) {
+  int64_t until = vmt_os_current_thread_cpu_time(false) + (int64_t)ms * 1000000;
+  volatile uint64_t x = 0;
+  while (vmt_os_current_thread_cpu_time(false) < until)
+    for (int i = 0; i < 10000; i++) x += (uint64_t)i;
+}
+
+/* A raw pthread that reports its tid, optionally marks itself exiting, then parks until
+ * released. */
+typedef struct child {
+  pthread_t handle;
+  vmt_os_thread_t ot;
+  _Atomic pid_t gettid;
+  _Atomic int stage;        /* 1: ready (after its own work), 2: may leave */
+  bool mark_exiting;
+  int burn_ms;
+} child_t;
+
+static void *child_main(void *arg) {
+  child_t *c = arg;
+  atomic_store(&c->gettid, (pid_t)syscall(SYS_gettid));
+  if (c->burn_ms) burn_cpu_ms(c->burn_ms);
+  if (c->mark_exiting) vmt_os_thread_mark_exiting(&c->ot);
+  atomic_store(&c->stage, 1);
+  while (atomic_load(&c->stage) != 2) usleep(200);
+  return NULL;
+}
+
+static void child_start(child_t *c, bool mark_exiting, int burn_ms) {
+  memset(c, 0, sizeof(*c));
+  c->mark_exiting = mark_exiting;
+  c->burn_ms = burn_ms;
+  assert_int_equal(pthread_create(&c->handle, NULL, child_main, c), 0);
+  assert_int_equal(vmt_os_thread_bind(&c->ot, c->handle), 0);
+}
+
+static void child_wait_ready(child_t *c) {
+  while (atomic_load(&c->stage) != 1) usleep(200);
+}
+
+static void child_finish(child_t *c) {
+  child_wait_ready(c);   /* else its "ready" store could overwrite the release */
+  atomic_store(&c->stage, 2);
+  assert_int_equal(pthread_join(c->handle, NULL), 0);
+}
+
+static int setup(void **state) {
+  (void)state;
+  return vmt_os_init();
+}
+
+static int teardown(void **state) {
+  (void)state;
+  vmt__fault_disarm_all();
+  return 0;
+}
+
+static void bind_publishes_the_kernel_tid_before_the_child_runs(void **state) {
+  (void)state;
+  child_t c;
+  child_start(&c, false, 0);
+  pid_t tid = vmt_os_thread_tid_wait(&c.ot);
+  assert_true(tid > 0);
+  assert_true(pthread_equal(c.ot.handle, c.handle));
+  child_wait_ready(&c);
+  assert_int_equal(tid, atomic_load(&c.gettid));
+  /* The record's clock is that thread's SCHED clock. */
+  clockid_t expected;
+  assert_int_equal(pthread_getcpuclockid(c.handle, &expected), 0);
+  assert_int_equal(c.ot.sched_clock, expected);
+  child_finish(&c);
+}
+
+static void binding_twice_keeps_the_first_publication(void **state) {
+  (void)state;
+  child_t c;
+  child_start(&c, false, 0);
+  pid_t tid = vmt_os_thread_tid_wait(&c.ot);
+  assert_int_equal(vmt_os_thread_bind(&c.ot, c.handle), 0);
+  assert_int_equal(vmt_os_thread_tid_wait(&c.ot), tid);
+  child_finish(&c);
+}
+
+static void bind_self_matches_gettid(void **state) {
+  (void)state;
+  vmt_os_thread_t ot;
+  memset(&ot, 0, sizeof(ot));
+  assert_int_equal(vmt_os_thread_bind_self(&ot), 0);
+  assert_int_equal(vmt_os_thread_tid_wait(&ot), (pid_t)syscall(SYS_gettid));
+  assert_int_equal(vmt_os_current_tid(), (pid_t)syscall(SYS_gettid));
+  bool ok = false;
+  assert_true(vmt_os_thread_cpu_time(&ot, false, &ok) > 0);
+  assert_true(ok);
+}
+
+static void null_records_are_rejected(void **state) {
+  (void)state;
+  assert_int_equal(vmt_os_thread_bind(NULL, pthread_self()), -EINVAL);
+  assert_int_equal(vmt_os_thread_bind_self(NULL), -EINVAL);
+  assert_int_equal(vmt_os_thread_tid_wait(NULL), -EINVAL);
+  vmt_os_thread_mark_exiting(NULL);
+  bool ok = true;
+  assert_int_equal(vmt_os_thread_cpu_time(NULL, false, &ok), -1);
+  assert_false(ok);
+}
+
+/* A waiter blocked in tid_wait is woken by the publication. */
+typedef struct waiter {
+  vmt_os_thread_t *ot;
+  _Atomic pid_t seen;
+} waiter_t;
+
+static void *wait_for_tid(void *arg) {
+  waiter_t *w = arg;
+  atomic_store(&w->seen, vmt_os_thread_tid_wait(w->ot));
+  return NULL;
+}
+
+static void tid_wait_blocks_until_published(void **state) {
+  (void)state;
+  vmt_os_thread_t ot;
+  memset(&ot, 0, sizeof(ot));
+  waiter_t w = {.ot = &ot};
+  pthread_t waiter;
+  assert_int_equal(pthread_create(&waiter, NULL, wait_for_tid, &w), 0);
+  usleep(20000);   /* let it block; correctness does not depend on it */
+  assert_int_equal(atomic_load(&w.seen), 0);
+  assert_int_equal(vmt_os_thread_bind_self(&ot), 0);
+  assert_int_equal(pthread_join(waiter, NULL), 0);
+  assert_int_equal(atomic_load(&w.seen), vmt_os_current_tid());
+}
+
+static void never_started_thread_reads_minus_one(void **state) {
+  (void)state;
+  vmt_os_thread_t ot;
+  memset(&ot, 0, sizeof(ot));
+  burn_cpu_ms(20);
+  for (int user_only = 0; user_only <= 1; user_only++) {
+    bool ok = true;
+    assert_int_equal(vmt_os_thread_cpu_time(&ot, user_only, &ok), -1);
+    assert_false(ok);
+  }
+  bool ok = true;
+  assert_int_equal(vmt_os_thread_user_time_consistent(&ot, &ok), -1);
+  assert_false(ok);
+}
+
+static void live_thread_reads_its_own_time_not_the_callers(void **state) {
+  (void)state;
+  child_t c;
+  child_start(&c, false, 30);
+  child_wait_ready(&c);   /* it burned 30 ms and now sleeps */
+  bool ok = false;
+  int64_t before = vmt_os_thread_cpu_time(&c.ot, false, &ok);
+  assert_true(ok);
+  assert_true(before >= 30 * 1000000);
+  int64_t caller_before = vmt_os_current_thread_cpu_time(false);
+  burn_cpu_ms(60);
+  int64_t caller_grew = vmt_os_current_thread_cpu_time(false) - caller_before;
+  ok = false;
+  int64_t after = vmt_os_thread_cpu_time(&c.ot, false, &ok);
+  assert_true(ok);
+  /* The sleeping child gained far less than the 60 ms the caller burned. */
+  assert_true(after >= before);
+  assert_true(after - before < caller_grew / 2);
+  ok = false;
+  int64_t user = vmt_os_thread_cpu_time(&c.ot, true, &ok);
+  assert_true(ok);
+  assert_true(user >= 0);
+  child_finish(&c);
+}
+
+static void exiting_thread_reads_minus_one(void **state) {
+  (void)state;
+  child_t c;
+  child_start(&c, true, 0);
+  child_wait_ready(&c);   /* marked exiting, still alive and parked */
+  burn_cpu_ms(20);
+  for (int user_only = 0; user_only <= 1; user_only++) {
+    bool ok = true;
+    assert_int_equal(vmt_os_thread_cpu_time(&c.ot, user_only, &ok), -1);
+    assert_false(ok);
+  }
+  bool ok = true;
+  assert_int_equal(vmt_os_thread_user_time_consistent(&c.ot, &ok), -1);
+  assert_false(ok);
+  child_finish(&c);
+}
+
+static void exited_thread_reads_minus_one(void **state) {
+  (void)state;
+  /* With the flag (what the runtime does) and without it (the kernel's EINVAL for a gone
+   * task is then what must be turned into -1). */
+  for (int marked = 0; marked <= 1; marked++) {
+    child_t c;
+    child_start(&c, marked, 0);
+    child_wait_ready(&c);
+    child_finish(&c);
+    burn_cpu_ms(20);
+    for (int user_only = 0; user_only <= 1; user_only++) {
+      bool ok = true;
+      assert_int_equal(vmt_os_thread_cpu_time(&c.ot, user_only, &ok), -1);
+      assert_false(ok);
+    }
+  }
+}
+
+static void current_thread_times_are_sane(void **state) {
+  (void)state;
+  int64_t t0 = vmt_os_current_thread_cpu_time(false);
+  burn_cpu_ms(10);
+  int64_t t1 = vmt_os_current_thread_cpu_time(false);
+  assert_true(t0 >= 0);
+  assert_true(t1 - t0 >= 10 * 1000000);
+  assert_true(vmt_os_current_thread_cpu_time(true) >= 0);
+  /* pid-0 ids: VIRT = -3, SCHED = -2 (kernel ABI). */
+  assert_int_equal(vmt_os_current_cpu_clockid(true), -3);
+  assert_int_equal(vmt_os_current_cpu_clockid(false), -2);
+  assert_int_equal(vmt_os_current_cpu_clockid(false), CLOCK_THREAD_CPUTIME_ID == 3 ? -2 : 0);
+}
+
+static void clockid_mask_never_yields_fd_or_invalid_types(void **state) {
+  (void)state;
+  const int32_t pids[] = {0, 1, 77, 4194304, 0x0fffffff};
+  for (size_t i = 0; i < sizeof(pids) / sizeof(pids[0]); i++) {
+    for (uint32_t bits = 0; bits < 8; bits++) {
+      clockid_t base = (clockid_t)((~(uint32_t)pids[i] << 3) | bits);
+      bool valid = (bits & 4) != 0 && bits != 7;
+      for (int user_only = 0; user_only <= 1; user_only++) {
+        clockid_t out = 12345;
+        int rc = vmt_os_cpu_clockid(base, user_only, &out);
+        if (!valid) {
+          assert_int_equal(rc, -EINVAL);
+          assert_int_equal(out, 12345);
+          continue;
+        }
+        assert_int_equal(rc, 0);
+        assert_int_not_equal(out & 3, 3);
+        assert_int_equal(out & 7, user_only ? 5 : 6);
+        assert_int_equal(out >> 3, base >> 3);   /* the pid field is untouched */
+      }
+    }
+  }
+  clockid_t out;
+  assert_int_equal(vmt_os_cpu_clockid(CLOCK_MONOTONIC, false, &out), -EINVAL);
+  assert_int_equal(vmt_os_cpu_clockid(-2, false, NULL), -EINVAL);
+  /* The real thing: this thread's clock, turned into VIRT, reads. */
+  clockid_t sched, virt;
+  assert_int_equal(pthread_getcpuclockid(pthread_self(), &sched), 0);
+  assert_int_equal(vmt_os_cpu_clockid(sched, true, &virt), 0);
+  struct timespec ts;
+  assert_int_equal(clock_gettime(virt, &ts), 0);
+}
+
+static void clock_fault_fails_the_read_cleanly(void **state) {
+  (void)state;
+  child_t c;
+  child_start(&c, false, 0);
+  vmt__fault_arm(VMT__FAULT_CLOCK, 0, 1, EIO);
+  bool ok = true;
+  assert_int_equal(vmt_os_thread_cpu_time(&c.ot, false, &ok), -1);
+  assert_false(ok);
+  assert_int_equal(vmt__fault_injected(VMT__FAULT_CLOCK), 1);
+  /* The next read works again. */
+  assert_true(vmt_os_thread_cpu_time(&c.ot, false, &ok) >= 0);
+  assert_true(ok);
+  vmt__fault_arm(VMT__FAULT_CLOCK, 0, 1, EIO);
+  assert_int_equal(vmt_os_current_thread_cpu_time(false), -1);
+  child_finish(&c);
+}
+
+static void getcpuclockid_fault_leaves_the_record_unbound(void **state) {
+  (void)state;
+  child_t c;
+  memset(&c, 0, sizeof(c));
+  assert_int_equal(pthread_create(&c.handle, NULL, child_main, &c), 0);
+  vmt__fault_arm(VMT__FAULT_GETCPUCLOCKID, 0, 1, ESRCH);
+  assert_int_equal(vmt_os_thread_bind(&c.ot, c.handle), -ESRCH);
+  assert_int_equal(atomic_load(&c.ot.tid), 0);
+  bool ok = true;
+  assert_int_equal(vmt_os_thread_cpu_time(&c.ot, false, &ok), -1);
+  assert_false(ok);
+  /* A retry binds. */
+  assert_int_equal(vmt_os_thread_bind(&c.ot, c.handle), 0);
+  assert_true(vmt_os_thread_tid_wait(&c.ot) > 0);
+  child_finish(&c);
+}
+
+static void forked_child_sees_its_own_tid(void **state) {
+  (void)state;
+  pid_t before = vmt_os_current_tid();   /* fills this thread's cache */
+  assert_int_equal(before, (pid_t)syscall(SYS_gettid));
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) _exit(vmt_os_current_tid() == getpid() ? 0 : 1);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_teardown(bind_publishes_the_kernel_tid_before_the_child_runs, teardown),
+      cmocka_unit_test_teardown(binding_twice_keeps_the_first_publication, teardown),
+      cmocka_unit_test_teardown(bind_self_matches_gettid, teardown),
+      cmocka_unit_test_teardown(null_records_are_rejected, teardown),
+      cmocka_unit_test_teardown(tid_wait_blocks_until_published, teardown),
+      cmocka_unit_test_teardown(never_started_thread_reads_minus_one, teardown),
+      cmocka_unit_test_teardown(live_thread_reads_its_own_time_not_the_callers, teardown),
+      cmocka_unit_test_teardown(exiting_thread_reads_minus_one, teardown),
+      cmocka_unit_test_teardown(exited_thread_reads_minus_one, teardown),
+      cmocka_unit_test_teardown(current_thread_times_are_sane, teardown),
+      cmocka_unit_test_teardown(clockid_mask_never_yields_fd_or_invalid_types, teardown),
+      cmocka_unit_test_teardown(clock_fault_fails_the_read_cleanly, teardown),
+      cmocka_unit_test_teardown(getcpuclockid_fault_leaves_the_record_unbound, teardown),
+      cmocka_unit_test_teardown(forked_child_sees_its_own_tid, teardown),
+  };
+  return cmocka_run_group_tests_name("os_thread_linux_internal", tests, setup, NULL);
+}
