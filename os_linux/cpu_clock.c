@@ -48,10 +48,15 @@ static pid_t live_tid(const vmt_os_thread_t *ot) {
   return tid;
 }
 
-/* After a clock read: was the thread still there when it was read? */
+/* After a clock read: was the thread still there when it was read? The fence keeps the load
+ * of `exiting` from being performed before the syscall's read of the task (the syscall is not
+ * a C11 atomic, so only a fence orders it). ThreadSanitizer does not model fences and gcc
+ * refuses them under -fsanitize=thread; it sees the seq_cst load instead. */
 static bool still_alive(const vmt_os_thread_t *ot) {
+#if !defined(__SANITIZE_THREAD__)
   atomic_thread_fence(memory_order_seq_cst);
-  return atomic_load_explicit(&((vmt_os_thread_t *)ot)->exiting, memory_order_relaxed) == 0;
+#endif
+  return atomic_load_explicit(&((vmt_os_thread_t *)ot)->exiting, memory_order_seq_cst) == 0;
 }
 
 int vmt_os__thread_clock_read(const vmt_os_thread_t *ot, int type, int64_t *ns) {
