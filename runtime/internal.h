@@ -59,7 +59,30 @@ struct vmt_thread {
   int32_t attach_count;
   _Atomic uint32_t done;             /* futex word: 1 once bookkeeping is complete */
   _Atomic int32_t join_state;        /* 0 none, 1 joining, 2 joined */
+  /* References held by API users (start's, retain's). The first one holds one internal
+   * reference in `refs`; the last release drops it. Kept apart from `refs` so that a user's
+   * extra release is refused instead of dropping the running thread's own reference. */
+  _Atomic int32_t user_refs;
+  pthread_t pthread;                 /* started/internal threads: for join and detach */
+  bool result_set;                   /* result came from the body or vmt_thread_exit */
+  bool pthread_created;              /* `pthread` is valid */
+  bool os_reaped;                    /* pthread_join'ed (or detached): handle is gone */
+  bool forked_away;                  /* a thread of the parent process, seen in a fork child */
+  int64_t cpu_at_begin_ns;           /* own CPU time at attach (0 for started threads) */
+  /* Registry bookkeeping (registry.c), written under the registry's writer lock. */
+  _Atomic int32_t registry_state;    /* VMT__REG_* */
+  _Atomic bool counted;              /* included in live/daemon/category counts */
+  bool ended_uncounted;              /* left before start counted it (counted as started only) */
+  uint64_t removed_generation;       /* generation of the last snapshot that held it */
+  struct vmt_thread *retire_next;    /* retired-record list, then the record pool */
+  /* Readers of *allocatedp in progress (alloc.c): the owner waits for them (a few ns) before
+   * its thread-local counters can go away. */
+  _Atomic int32_t alloc_readers;
 };
+
+/* registry_state values. A tombstoned record is still in the current snapshot (its removal
+ * could not allocate a new one) but counts as absent; the next rebuild drops it. */
+enum { VMT__REG_NONE = 0, VMT__REG_IN, VMT__REG_TOMBSTONE };
 
 #define VMT__THREAD_MAGIC 0x766d7474u   /* "vmtt" */
 
@@ -72,15 +95,23 @@ struct vmt_thread {
 typedef struct vmt__snapshot {
   uint64_t generation;
   size_t count;
-  vmt_thread_t *threads[];           /* sorted by id */
+  size_t capacity;                   /* slots allocated (registry.c) */
+  struct vmt__snapshot *retire_next; /* retired-snapshot list (registry.c) */
+  vmt_thread_t *threads[];           /* sorted by id; may hold tombstoned records */
 } vmt__snapshot_t;
 
-/* Up to VMT__HAZARDS_PER_THREAD snapshots may be held at once by one thread. */
+/* Up to VMT__HAZARDS_PER_THREAD snapshots may be held at once by one thread; acquiring more
+ * aborts (a programming error). acquire returns NULL only when the calling thread's hazard
+ * block cannot be allocated (out of memory; the first 64 blocks are static). A snapshot must
+ * be released by the thread that acquired it. */
 #define VMT__HAZARDS_PER_THREAD 4
 const vmt__snapshot_t *vmt__registry_acquire(void);
 void vmt__registry_release(const vmt__snapshot_t *snap);
-/* Binary search; NULL if absent. */
+/* Binary search; NULL if absent (or tombstoned). */
 vmt_thread_t *vmt__snapshot_find(const vmt__snapshot_t *snap, int64_t id);
+/* Reclaims every retired snapshot and record no reader protects, waiting for a concurrent
+ * reclamation to finish. Starts and exits do this themselves, amortised; tests call it. */
+void vmt__registry_reclaim(void);
 /* True for a thread management code lists (started or attached, not internal, not yet
  * TERMINATED). */
 bool vmt__thread_is_listed(const vmt_thread_t *t);

@@ -1,0 +1,96 @@
+/*
+ * runtime/alloc.c: bytes allocated per thread, from jemalloc's per-thread counters
+ * (mallctl "thread.allocatedp" / "thread.deallocatedp": pointers to uint64_t counters that
+ * jemalloc bumps on every allocation, in the thread's own TLS).
+ *
+ * Support is decided at run time, once: mallctl must resolve and answer, and the counter must
+ * move after a malloc. Linking jemalloc is not enough: under ASan/TSan the sanitizer's malloc
+ * wins, mallctl still answers, and the counter never moves (FACTS.md).
+ *
+ * Reading another thread's counter is a read of that thread's TLS, which disappears with the
+ * thread (glibc may unmap or recycle its stack after join). So the owner unpublishes the
+ * pointer at its end and then waits until no reader is inside the few-instruction read
+ * (alloc_readers; Dekker-style with seq_cst on both sides). A reader never waits. The counters
+ * are written by jemalloc with plain stores: they are read with atomic relaxed loads, without
+ * which gcc keeps a stale value across a malloc call (seen here, FACTS.md).
+ */
+#include <jemalloc/jemalloc.h>
+#include <sched.h>
+#include <stdlib.h>
+
+#include "runtime/thread_impl.h"
+
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+static bool supported;
+static _Atomic int64_t exited_total;
+
+static int counter_pointers(const uint64_t **allocated, const uint64_t **deallocated) {
+  int err = vmt__fault_hit(VMT__FAULT_MALLCTL);
+  if (err) return err;
+  size_t sz = sizeof(*allocated);
+  uint64_t *a = NULL, *d = NULL;
+  if (mallctl("thread.allocatedp", &a, &sz, NULL, 0) != 0 || a == NULL) return -ENOTSUP;
+  sz = sizeof(d);
+  if (mallctl("thread.deallocatedp", &d, &sz, NULL, 0) != 0 || d == NULL) return -ENOTSUP;
+  *allocated = a;
+  *deallocated = d;
+  return 0;
+}
+
+static uint64_t read_counter(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+
+static void probe(void) {
+  const uint64_t *a, *d;
+  if (counter_pointers(&a, &d) != 0) return;
+  uint64_t before = read_counter(a);
+  /* volatile: the compiler may otherwise drop a malloc/free pair. */
+  void *volatile p = malloc(1000);
+  uint64_t after = read_counter(a);
+  free(p);
+  supported = p != NULL && after != before;
+}
+
+bool vmt__alloc_supported(void) {
+  pthread_once(&probe_once, probe);
+  return supported;
+}
+
+void vmt__alloc_thread_begin(vmt_thread_t *t) {
+  const uint64_t *a, *d;
+  if (!vmt__alloc_supported() || counter_pointers(&a, &d) != 0) return;
+  /* An attached thread allocated before it was attached: that is not the runtime thread's. */
+  t->alloc_base = t->kind == VMT__KIND_ATTACHED ? (int64_t)read_counter(a) : 0;
+  atomic_store_explicit(&t->deallocatedp, d, memory_order_release);
+  atomic_store_explicit(&t->allocatedp, a, memory_order_seq_cst);
+}
+
+void vmt__alloc_thread_end(vmt_thread_t *t) {
+  const uint64_t *a = atomic_load_explicit(&t->allocatedp, memory_order_relaxed);
+  if (a == NULL) return;
+  atomic_fetch_add_explicit(&exited_total, (int64_t)read_counter(a) - t->alloc_base,
+                            memory_order_relaxed);
+  atomic_store_explicit(&t->allocatedp, NULL, memory_order_seq_cst);
+  atomic_store_explicit(&t->deallocatedp, NULL, memory_order_seq_cst);
+  /* Readers are inside a handful of instructions; yield only if one was preempted there. */
+  for (int spins = 0; atomic_load_explicit(&t->alloc_readers, memory_order_seq_cst) != 0;
+       spins++)
+    if (spins > 100) sched_yield();
+}
+
+int64_t vmt__alloc_thread_bytes(const vmt_thread_t *ct) {
+  vmt_thread_t *t = (vmt_thread_t *)ct;
+  if (t == NULL) return -1;
+  if (t == vmt__current) {
+    const uint64_t *a = atomic_load_explicit(&t->allocatedp, memory_order_relaxed);
+    return a ? (int64_t)read_counter(a) - t->alloc_base : -1;
+  }
+  atomic_fetch_add_explicit(&t->alloc_readers, 1, memory_order_seq_cst);
+  const uint64_t *a = atomic_load_explicit(&t->allocatedp, memory_order_seq_cst);
+  int64_t bytes = a ? (int64_t)read_counter(a) - t->alloc_base : -1;
+  atomic_fetch_sub_explicit(&t->alloc_readers, 1, memory_order_release);
+  return bytes;
+}
+
+int64_t vmt__alloc_exited_total(void) {
+  return atomic_load_explicit(&exited_total, memory_order_relaxed);
+}

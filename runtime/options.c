@@ -1,0 +1,104 @@
+/*
+ * runtime/options.c: validation of vmt_thread_options_t. Every rule a caller can break gives
+ * -EINVAL here, before anything is allocated, so start and attach fail without side effects.
+ *
+ * Stack size rule (docs/design.md, "Options"): 0 keeps the platform default (glibc: RLIMIT_STACK,
+ * 8 MiB here). Anything else is rounded up to the page size, then clamped to at least 64 KiB
+ * (or the platform's PTHREAD_STACK_MIN if larger; glibc's guard page and static TLS come out of
+ * the requested size, and sanitizer builds need tens of KiB of their own) and at most 1 GiB (a
+ * request larger than that is a unit mistake, not a stack).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/thread_impl.h"
+
+#define KNOWN_FLAGS                                                                      \
+  (VMT_THREAD_OPT_NAME | VMT_THREAD_OPT_CATEGORY | VMT_THREAD_OPT_DAEMON |               \
+   VMT_THREAD_OPT_PRIORITY | VMT_THREAD_OPT_STACK_SIZE)
+
+bool vmt__utf8_valid(const char *s, size_t len) {
+  const unsigned char *p = (const unsigned char *)s;
+  size_t i = 0;
+  while (i < len) {
+    unsigned c = p[i];
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    size_t n;
+    unsigned cp, min;
+    if (c >= 0xC2 && c <= 0xDF) {
+      n = 1, cp = c & 0x1F, min = 0x80;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      n = 2, cp = c & 0x0F, min = 0x800;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      n = 3, cp = c & 0x07, min = 0x10000;
+    } else {
+      return false;  /* continuation byte first, C0/C1 (overlong) or F5..FF */
+    }
+    if (len - i <= n) return false;
+    for (size_t k = 1; k <= n; k++) {
+      if ((p[i + k] & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (p[i + k] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += n + 1;
+  }
+  return true;
+}
+
+static bool category_valid(const char *c) {
+  size_t len = strnlen(c, VMT_THREAD_CATEGORY_MAX + 1);
+  if (len == 0 || len > VMT_THREAD_CATEGORY_MAX) return false;
+  for (size_t i = 0; i < len; i++) {
+    char ch = c[i];
+    if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '-'))
+      return false;
+  }
+  return true;
+}
+
+size_t vmt__stack_size_rule(size_t requested) {
+  if (requested == 0) return 0;
+  long page = sysconf(_SC_PAGESIZE);
+  size_t pg = page > 0 ? (size_t)page : 4096;
+  size_t lo = VMT__STACK_MIN_BYTES;
+  long platform_min = sysconf(_SC_THREAD_STACK_MIN);
+  if (platform_min > 0 && (size_t)platform_min > lo) lo = (size_t)platform_min;
+  lo = (lo + pg - 1) / pg * pg;
+  if (requested >= VMT__STACK_MAX_BYTES) return VMT__STACK_MAX_BYTES;
+  size_t rounded = (requested + pg - 1) / pg * pg;
+  return rounded < lo ? lo : rounded;
+}
+
+int vmt__options_resolve(const vmt_thread_options_t *options, vmt__thread_opts_t *out) {
+  memset(out, 0, sizeof(*out));
+  out->category = "app";
+  out->priority = VMT_THREAD_NORM_PRIORITY;
+  if (options == NULL) return 0;
+  unsigned f = options->flags;
+  if (f & ~(unsigned)KNOWN_FLAGS) return -EINVAL;
+  if (f & VMT_THREAD_OPT_NAME) {
+    if (options->name == NULL) return -EINVAL;
+    size_t len = strnlen(options->name, VMT_THREAD_NAME_MAX + 1);
+    if (len == 0 || len > VMT_THREAD_NAME_MAX || !vmt__utf8_valid(options->name, len))
+      return -EINVAL;
+    out->name = options->name;
+    out->name_len = len;
+  }
+  if (f & VMT_THREAD_OPT_CATEGORY) {
+    if (options->category == NULL || !category_valid(options->category)) return -EINVAL;
+    out->category = options->category;
+  }
+  if (f & VMT_THREAD_OPT_DAEMON) out->daemon = options->daemon;
+  if (f & VMT_THREAD_OPT_PRIORITY) {
+    if (options->priority < VMT_THREAD_MIN_PRIORITY || options->priority > VMT_THREAD_MAX_PRIORITY)
+      return -EINVAL;
+    out->priority = options->priority;
+  }
+  if (f & VMT_THREAD_OPT_STACK_SIZE) out->stack_size = vmt__stack_size_rule(options->stack_size);
+  return 0;
+}

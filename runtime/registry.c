@@ -1,0 +1,349 @@
+/*
+ * runtime/registry.c: the set of live threads and its counters, safe to walk while threads
+ * start and exit (the model is HotSpot's ThreadsSMR; docs/design.md, "Registry").
+ *
+ * DESIGN. The live threads are an immutable, id-sorted array (a snapshot). A start or an exit
+ * builds a new snapshot (allocated before taking the writer lock, copied under it: a memcpy of
+ * 8 KB for 1000 threads, no system call), publishes it with one store and retires the old one.
+ * Readers protect the snapshot they read with a hazard pointer (hazard.c) and never lock.
+ *
+ * Reclamation never makes a writer wait. A retired snapshot may be freed once no hazard slot
+ * holds it. A record that left the registry keeps the registry's reference until no reader can
+ * still see it: it was last in the snapshot of generation G (removed_generation), every older
+ * snapshot that held it was retired no later, so it is safe once no protected snapshot has a
+ * generation <= G. Retired snapshots are pushed before the records they drop, and the
+ * reclaimer takes the records first, so every snapshot that can hold a record it takes is in
+ * its own list. Reclamation runs amortised (once 16 + <hazard blocks> items are pending) from a
+ * start or exit that finds the reclaim lock free; it never blocks on it.
+ *
+ * Without memory for a new snapshot, an exit cannot fail: the record is tombstoned in place
+ * (lookups and listings skip it) and the next successful rebuild drops it.
+ *
+ * Counters (live, peak, daemon, total started, per-category live) change under the writer
+ * lock and are read with plain atomic loads.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/thread_impl.h"
+
+static vmt__snapshot_t empty_snapshot;
+_Atomic(vmt__snapshot_t *) vmt__current_snapshot = &empty_snapshot;
+
+static pthread_mutex_t writer_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t generation;            /* of the current snapshot; writer_lock */
+static size_t tombstoned;              /* tombstones in the current snapshot; writer_lock */
+static _Atomic size_t current_count;   /* sizing hint read before taking the lock */
+
+static _Atomic int32_t live_count, peak_count, daemon_count;
+static _Atomic int64_t started_total;
+
+static _Atomic(vmt__snapshot_t *) retired_snapshots;
+static _Atomic(vmt_thread_t *) retired_records;
+static _Atomic size_t retired_pending;
+static _Atomic size_t reclaim_threshold = 16;
+
+static pthread_mutex_t reclaim_lock = PTHREAD_MUTEX_INITIALIZER;
+static vmt__snapshot_t *kept_snapshots;  /* still protected at the last reclamation */
+static vmt_thread_t *kept_records;
+
+static vmt__snapshot_t *snapshot_alloc(size_t capacity) {
+  if (vmt__fault_hit(VMT__FAULT_ALLOC) != 0) return NULL;
+  vmt__snapshot_t *s = malloc(sizeof(*s) + capacity * sizeof(s->threads[0]));
+  if (s) s->capacity = capacity;
+  return s;
+}
+
+static void push_snapshot(vmt__snapshot_t *s) {
+  s->retire_next = atomic_load_explicit(&retired_snapshots, memory_order_relaxed);
+  while (!atomic_compare_exchange_weak_explicit(&retired_snapshots, &s->retire_next, s,
+                                                memory_order_release, memory_order_relaxed)) {
+  }
+  atomic_fetch_add_explicit(&retired_pending, 1, memory_order_relaxed);
+}
+
+static void push_record(vmt_thread_t *t) {
+  t->retire_next = atomic_load_explicit(&retired_records, memory_order_relaxed);
+  while (!atomic_compare_exchange_weak_explicit(&retired_records, &t->retire_next, t,
+                                                memory_order_release, memory_order_relaxed)) {
+  }
+  atomic_fetch_add_explicit(&retired_pending, 1, memory_order_relaxed);
+}
+
+static int reg_state(const vmt_thread_t *t) {
+  return atomic_load_explicit(&((vmt_thread_t *)t)->registry_state, memory_order_relaxed);
+}
+
+/* Live entries the current snapshot would keep: writer_lock held. */
+static size_t kept_count_locked(const vmt__snapshot_t *cur) { return cur->count - tombstoned; }
+
+/* Builds ns from the current snapshot plus add, minus drop and every tombstone, publishes it
+ * and retires what it replaced. writer_lock held; ns has room (checked by the caller). */
+static void publish_locked(vmt__snapshot_t *ns, vmt_thread_t *add, vmt_thread_t *drop) {
+  vmt__snapshot_t *cur = atomic_load_explicit(&vmt__current_snapshot, memory_order_relaxed);
+  size_t n = 0;
+  bool added = add == NULL;
+  for (size_t i = 0; i < cur->count; i++) {
+    vmt_thread_t *x = cur->threads[i];
+    if (x == drop || reg_state(x) == VMT__REG_TOMBSTONE) {
+      x->removed_generation = cur->generation;
+      atomic_store_explicit(&x->registry_state, VMT__REG_NONE, memory_order_relaxed);
+      continue;
+    }
+    if (!added && add->id < x->id) {
+      ns->threads[n++] = add;
+      added = true;
+    }
+    ns->threads[n++] = x;
+  }
+  if (!added) ns->threads[n++] = add;
+  if (add) atomic_store_explicit(&add->registry_state, VMT__REG_IN, memory_order_relaxed);
+  ns->count = n;
+  ns->generation = ++generation;
+  atomic_store_explicit(&vmt__current_snapshot, ns, memory_order_seq_cst);
+  atomic_store_explicit(&current_count, n, memory_order_relaxed);
+  tombstoned = 0;
+  /* Snapshot first, then the records it dropped (the reclaimer relies on this order). */
+  if (cur != &empty_snapshot) push_snapshot(cur);
+  for (size_t i = 0; i < cur->count; i++)
+    if (reg_state(cur->threads[i]) == VMT__REG_NONE) push_record(cur->threads[i]);
+}
+
+static bool contains(const void *const *h, size_t n, const void *p) {
+  for (size_t i = 0; i < n; i++)
+    if (h[i] == p) return true;
+  return false;
+}
+
+static void reclaim(bool wait) {
+  if (wait) {
+    pthread_mutex_lock(&reclaim_lock);
+  } else if (pthread_mutex_trylock(&reclaim_lock) != 0) {
+    return;
+  }
+  vmt_thread_t *records = atomic_exchange_explicit(&retired_records, NULL, memory_order_acquire);
+  vmt__snapshot_t *snaps = atomic_exchange_explicit(&retired_snapshots, NULL, memory_order_acquire);
+  /* Anything retired before the exchanges is no longer current: a reader that publishes a
+   * hazard on it from now on fails its re-check. Slots read after this fence are complete. */
+  atomic_thread_fence(memory_order_seq_cst);
+  const void **hazards;
+  size_t nh;
+  bool have_hazards = vmt__hazards_collect(&hazards, &nh) == 0;
+  size_t freed = 0;
+  uint64_t min_protected = UINT64_MAX;
+  vmt__snapshot_t *keep_s = kept_snapshots;
+  kept_snapshots = NULL;
+  for (int pass = 0; pass < 2; pass++) {
+    vmt__snapshot_t *s = pass == 0 ? keep_s : snaps;
+    while (s) {
+      vmt__snapshot_t *next = s->retire_next;
+      if (!have_hazards || contains(hazards, nh, s)) {
+        if (s->generation < min_protected) min_protected = s->generation;
+        s->retire_next = kept_snapshots;
+        kept_snapshots = s;
+      } else {
+        free(s);
+        freed++;
+      }
+      s = next;
+    }
+  }
+  vmt_thread_t *keep_r = kept_records;
+  kept_records = NULL;
+  for (int pass = 0; pass < 2; pass++) {
+    vmt_thread_t *t = pass == 0 ? keep_r : records;
+    while (t) {
+      vmt_thread_t *next = t->retire_next;
+      if (t->removed_generation >= min_protected) {
+        t->retire_next = kept_records;
+        kept_records = t;
+      } else {
+        vmt__record_unref(t);
+        freed++;
+      }
+      t = next;
+    }
+  }
+  if (have_hazards) free(hazards);
+  size_t pending = atomic_fetch_sub_explicit(&retired_pending, freed, memory_order_relaxed) - freed;
+  atomic_store_explicit(&reclaim_threshold, pending + 16 + vmt__hazard_block_count(),
+                        memory_order_relaxed);
+  pthread_mutex_unlock(&reclaim_lock);
+}
+
+static void maybe_reclaim(void) {
+  if (atomic_load_explicit(&retired_pending, memory_order_relaxed) >=
+      atomic_load_explicit(&reclaim_threshold, memory_order_relaxed))
+    reclaim(false);
+}
+
+void vmt__registry_reclaim(void) { reclaim(true); }
+
+int vmt__registry_insert(vmt_thread_t *t) {
+  for (;;) {
+    size_t want = atomic_load_explicit(&current_count, memory_order_relaxed) + 1;
+    size_t cap = want + want / 8 + 4;
+    vmt__snapshot_t *ns = snapshot_alloc(cap);
+    if (ns == NULL) return -ENOMEM;
+    pthread_mutex_lock(&writer_lock);
+    vmt__snapshot_t *cur = atomic_load_explicit(&vmt__current_snapshot, memory_order_relaxed);
+    if (kept_count_locked(cur) + 1 <= cap) {
+      publish_locked(ns, t, NULL);
+      pthread_mutex_unlock(&writer_lock);
+      maybe_reclaim();
+      return 0;
+    }
+    pthread_mutex_unlock(&writer_lock);
+    free(ns);  /* others grew the registry meanwhile: size again */
+  }
+}
+
+static void uncount_locked(vmt_thread_t *t) {
+  if (atomic_load_explicit(&t->counted, memory_order_relaxed)) {
+    atomic_store_explicit(&t->counted, false, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&live_count, 1, memory_order_relaxed);
+    if (t->daemon) atomic_fetch_sub_explicit(&daemon_count, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&t->category->live, 1, memory_order_relaxed);
+  } else {
+    t->ended_uncounted = true;
+  }
+}
+
+void vmt__registry_count(vmt_thread_t *t) {
+  if (t->kind == VMT__KIND_INTERNAL) return;
+  pthread_mutex_lock(&writer_lock);
+  atomic_fetch_add_explicit(&started_total, 1, memory_order_relaxed);
+  if (!t->ended_uncounted) {
+    atomic_store_explicit(&t->counted, true, memory_order_relaxed);
+    int32_t live = atomic_fetch_add_explicit(&live_count, 1, memory_order_relaxed) + 1;
+    if (live > atomic_load_explicit(&peak_count, memory_order_relaxed))
+      atomic_store_explicit(&peak_count, live, memory_order_relaxed);
+    if (t->daemon) atomic_fetch_add_explicit(&daemon_count, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&t->category->live, 1, memory_order_relaxed);
+  }
+  pthread_mutex_unlock(&writer_lock);
+}
+
+void vmt__registry_remove(vmt_thread_t *t) {
+  bool uncounted = false;
+  for (;;) {
+    size_t cap = atomic_load_explicit(&current_count, memory_order_relaxed) + 4;
+    vmt__snapshot_t *ns = snapshot_alloc(cap);
+    pthread_mutex_lock(&writer_lock);
+    if (!uncounted) {
+      uncount_locked(t);
+      uncounted = true;
+    }
+    if (ns == NULL) {
+      atomic_store_explicit(&t->registry_state, VMT__REG_TOMBSTONE, memory_order_relaxed);
+      tombstoned++;
+      pthread_mutex_unlock(&writer_lock);
+      return;
+    }
+    vmt__snapshot_t *cur = atomic_load_explicit(&vmt__current_snapshot, memory_order_relaxed);
+    if (kept_count_locked(cur) - 1 <= cap) {
+      publish_locked(ns, NULL, t);
+      pthread_mutex_unlock(&writer_lock);
+      maybe_reclaim();
+      return;
+    }
+    pthread_mutex_unlock(&writer_lock);
+    free(ns);
+  }
+}
+
+vmt_thread_t *vmt__snapshot_find(const vmt__snapshot_t *snap, int64_t id) {
+  if (snap == NULL) return NULL;
+  size_t lo = 0, hi = snap->count;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    vmt_thread_t *t = snap->threads[mid];
+    if (t->id == id) return reg_state(t) == VMT__REG_TOMBSTONE ? NULL : t;
+    if (t->id < id)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return NULL;
+}
+
+bool vmt__thread_is_listed(const vmt_thread_t *t) {
+  return t != NULL && t->kind != VMT__KIND_INTERNAL &&
+         atomic_load_explicit(&((vmt_thread_t *)t)->counted, memory_order_acquire) &&
+         reg_state(t) == VMT__REG_IN &&
+         atomic_load_explicit(&((vmt_thread_t *)t)->state, memory_order_acquire) !=
+             VMT_THREAD_TERMINATED;
+}
+
+void vmt__registry_counts(vmt__counts_t *out) {
+  out->live = atomic_load_explicit(&live_count, memory_order_relaxed);
+  out->peak = atomic_load_explicit(&peak_count, memory_order_relaxed);
+  out->daemon = atomic_load_explicit(&daemon_count, memory_order_relaxed);
+  out->total_started = atomic_load_explicit(&started_total, memory_order_relaxed);
+}
+
+void vmt__registry_reset_peak(void) {
+  pthread_mutex_lock(&writer_lock);
+  atomic_store_explicit(&peak_count, atomic_load_explicit(&live_count, memory_order_relaxed),
+                        memory_order_relaxed);
+  pthread_mutex_unlock(&writer_lock);
+}
+
+/* ---- fork ------------------------------------------------------------------------------ */
+void vmt__registry_fork_prepare(void) {
+  pthread_mutex_lock(&reclaim_lock);
+  pthread_mutex_lock(&writer_lock);
+}
+
+void vmt__registry_fork_parent(void) {
+  pthread_mutex_unlock(&writer_lock);
+  pthread_mutex_unlock(&reclaim_lock);
+}
+
+/* Only the forking thread exists in the child. Every other record becomes a terminated thread
+ * of another process: tombstoned, its running-thread reference dropped (that thread will never
+ * drop it), never joined at the OS level (its pthread does not exist here). */
+void vmt__registry_fork_child(vmt_thread_t *survivor) {
+  pthread_mutex_init(&writer_lock, NULL);
+  pthread_mutex_init(&reclaim_lock, NULL);
+  vmt__snapshot_t *cur = atomic_load_explicit(&vmt__current_snapshot, memory_order_relaxed);
+  int32_t live = 0, daemon = 0;
+  for (size_t i = 0; i < cur->count; i++) {
+    vmt_thread_t *x = cur->threads[i];
+    if (x == survivor) {
+      if (atomic_load_explicit(&x->counted, memory_order_relaxed)) {
+        live = 1;
+        daemon = x->daemon ? 1 : 0;
+        atomic_store_explicit(&x->category->live, 1, memory_order_relaxed);
+      }
+      continue;
+    }
+    if (reg_state(x) == VMT__REG_IN) {
+      atomic_store_explicit(&x->registry_state, VMT__REG_TOMBSTONE, memory_order_relaxed);
+      tombstoned++;
+    } else {
+      continue;  /* already tombstoned: its thread's bookkeeping went as far as that */
+    }
+    x->forked_away = true;
+    atomic_store_explicit(&x->counted, false, memory_order_relaxed);
+    vmt_os_thread_mark_exiting(&x->os);
+    atomic_store_explicit(&x->allocatedp, NULL, memory_order_relaxed);
+    atomic_store_explicit(&x->deallocatedp, NULL, memory_order_relaxed);
+    atomic_store_explicit(&x->state, VMT_THREAD_TERMINATED, memory_order_relaxed);
+    atomic_store_explicit(&x->done, 1, memory_order_release);
+    vmt__record_unref(x);  /* the vanished thread's own reference */
+  }
+  atomic_store_explicit(&live_count, live, memory_order_relaxed);
+  atomic_store_explicit(&peak_count, live, memory_order_relaxed);
+  atomic_store_explicit(&daemon_count, daemon, memory_order_relaxed);
+  vmt__snapshot_t *ns = snapshot_alloc(2);
+  if (ns) {
+    if (kept_count_locked(cur) <= 2)
+      publish_locked(ns, NULL, NULL);
+    else
+      free(ns);
+  }
+  vmt__hazard_fork_child();
+  reclaim(true);
+}

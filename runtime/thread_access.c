@@ -1,0 +1,81 @@
+/*
+ * runtime/thread_access.c: the accessors of a thread record, the current-thread slot and the
+ * process-wide initialisation (port probe, fork handlers).
+ *
+ * current() is one initial-exec TLS load (a %fs-relative mov on x86-64); the library's static
+ * TLS need is one pointer per variable, well inside glibc's surplus for dlopen'ed libraries.
+ */
+#include <errno.h>
+
+#include "runtime/thread_impl.h"
+
+_Thread_local vmt_thread_t *vmt__current __attribute__((tls_model("initial-exec")));
+
+vmt_thread_t *vmt_thread_current(void) { return vmt__current; }
+
+const char *vmt_thread_state_name(vmt_thread_state_t state) {
+  switch (state) {
+    case VMT_THREAD_NEW: return "NEW";
+    case VMT_THREAD_RUNNABLE: return "RUNNABLE";
+    case VMT_THREAD_BLOCKED: return "BLOCKED";
+    case VMT_THREAD_WAITING: return "WAITING";
+    case VMT_THREAD_TIMED_WAITING: return "TIMED_WAITING";
+    case VMT_THREAD_TERMINATED: return "TERMINATED";
+  }
+  return "UNKNOWN";
+}
+
+int64_t vmt_thread_id(const vmt_thread_t *t) { return t ? t->id : -1; }
+const char *vmt_thread_name(const vmt_thread_t *t) { return t ? t->name : NULL; }
+const char *vmt_thread_os_name(const vmt_thread_t *t) { return t ? t->os_name : NULL; }
+const char *vmt_thread_category(const vmt_thread_t *t) { return t ? t->category->name : NULL; }
+bool vmt_thread_is_daemon(const vmt_thread_t *t) { return t ? t->daemon : false; }
+int vmt_thread_priority(const vmt_thread_t *t) { return t ? t->priority : -1; }
+
+vmt_thread_state_t vmt_thread_state(const vmt_thread_t *t) {
+  if (t == NULL) return (vmt_thread_state_t)-1;
+  return (vmt_thread_state_t)atomic_load_explicit(&((vmt_thread_t *)t)->state,
+                                                  memory_order_acquire);
+}
+
+pid_t vmt_thread_tid(vmt_thread_t *t) {
+  if (t == NULL) return -EINVAL;
+  return vmt_os_thread_tid_wait(&t->os);
+}
+
+/* ---- Process-wide initialisation and fork ---------------------------------------------- */
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+static void fork_prepare(void) {
+  vmt__registry_fork_prepare();
+  vmt__record_fork_prepare();
+  vmt__category_fork_prepare();
+}
+
+static void fork_parent(void) {
+  vmt__category_fork_parent();
+  vmt__record_fork_parent();
+  vmt__registry_fork_parent();
+}
+
+static void fork_child(void) {
+  vmt__category_fork_child();
+  vmt__record_fork_child();
+  vmt_thread_t *self = vmt__current;
+  if (self) {
+    /* New process, new tid (the port's own handler already dropped its cached tid). */
+    atomic_store_explicit(&self->os.tid, 0, memory_order_relaxed);
+    vmt_os_thread_bind_self(&self->os);
+  }
+  vmt__registry_fork_child(self);
+}
+
+static void init(void) {
+  vmt_os_init();
+  /* Child handlers run in registration order: asking the port for a tid first registers its
+   * handler (which clears its tid cache) before ours, which re-binds the surviving thread. */
+  vmt_os_current_tid();
+  pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+void vmt__runtime_init(void) { pthread_once(&init_once, init); }

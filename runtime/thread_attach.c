@@ -1,0 +1,83 @@
+/*
+ * runtime/thread_attach.c: foreign threads (the VM's main thread, a thread some library
+ * created) joining and leaving the runtime, as JNI's AttachCurrentThread / DetachCurrentThread.
+ *
+ * An attached thread gets a record, an id, a name and a category, and counts as started and
+ * live; attaching again nests (attach_count, touched only by the thread itself) and each attach
+ * needs its detach. The kernel name is changed only when the caller passes a name: renaming the
+ * main thread would rename the process in ps and top. A thread that ends while attached is
+ * detached by a thread-specific-data destructor, so the registry never keeps a dead thread.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "runtime/thread_impl.h"
+
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t attach_key;
+
+static void detach_all(vmt_thread_t *t) {
+  pthread_setspecific(attach_key, NULL);
+  t->attach_count = 0;
+  vmt__thread_finish(t);
+}
+
+static void attached_thread_ended(void *arg) {
+  vmt_thread_t *t = arg;
+  if (t && t->kind == VMT__KIND_ATTACHED && t->attach_count > 0) detach_all(t);
+}
+
+static void make_key(void) {
+  if (pthread_key_create(&attach_key, attached_thread_ended) != 0) abort();
+}
+
+int vmt_thread_attach(const vmt_thread_options_t *options, vmt_thread_t **out) {
+  if (out == NULL) return -EINVAL;
+  *out = NULL;
+  vmt__thread_opts_t o;
+  int rc = vmt__options_resolve(options, &o);
+  if (rc) return rc;
+  vmt_thread_t *cur = vmt__current;
+  if (cur != NULL) {
+    if (cur->kind != VMT__KIND_ATTACHED) return -EINVAL;  /* a runtime thread already */
+    cur->attach_count++;
+    *out = cur;
+    return 0;
+  }
+  vmt__runtime_init();
+  pthread_once(&key_once, make_key);
+  vmt_thread_t *t = vmt__record_alloc();
+  if (t == NULL) return -ENOMEM;
+  rc = vmt__record_init(t, &o, VMT__KIND_ATTACHED);
+  if (rc) return rc;
+  if (o.name == NULL) t->os_name[0] = '\0';
+  /* The thread's own reference and the registry's; users hold none until they retain. */
+  atomic_store_explicit(&t->refs, 2, memory_order_relaxed);
+  t->pthread = pthread_self();
+  t->start_time_ns = vmt_os_java_time_nanos();
+  t->cpu_at_begin_ns = vmt_os_current_thread_cpu_time(false);
+  atomic_store_explicit(&t->state, VMT_THREAD_RUNNABLE, memory_order_relaxed);
+  vmt_os_thread_bind_self(&t->os);
+  rc = vmt__registry_insert(t);
+  if (rc) {
+    atomic_store_explicit(&t->refs, 1, memory_order_relaxed);
+    vmt__record_unref(t);
+    return rc;
+  }
+  if (o.name) vmt_os_set_native_name(t->os_name);
+  vmt__alloc_thread_begin(t);
+  t->attach_count = 1;
+  vmt__current = t;
+  pthread_setspecific(attach_key, t);
+  vmt__registry_count(t);
+  *out = t;
+  return 0;
+}
+
+int vmt_thread_detach(void) {
+  vmt_thread_t *t = vmt__current;
+  if (t == NULL || t->kind != VMT__KIND_ATTACHED || t->attach_count <= 0) return -EINVAL;
+  if (--t->attach_count > 0) return 0;
+  detach_all(t);
+  return 0;
+}

@@ -1,0 +1,44 @@
+/*
+ * runtime/thread_exit.c: the one exit path of a runtime thread (body returned, vmt_thread_exit,
+ * or cancellation, all through the cleanup handler pushed in thread_start.c) and of the last
+ * detach of an attached thread.
+ *
+ * Order, and why:
+ *  1. CPU time of the thread, added to its category's exited total, then the port record is
+ *     marked exiting. A category sum (exited total + live threads' clocks) may count the last
+ *     microseconds twice for an instant, never miss them, and never goes backwards.
+ *  2. TERMINATED, then out of the registry: live/daemon/category counts drop here.
+ *  3. Allocation counters folded into the exited total (alloc.c).
+ *  4. `done` (release): the bookkeeping a joiner may observe is complete. The joiner itself
+ *     waits in pthread_join (a futex on the tid word the kernel clears at thread exit), which
+ *     orders after all of the above; the thread makes no extra futex call on its way out.
+ *  5. The thread's own reference.
+ */
+#include <errno.h>
+
+#include "runtime/thread_impl.h"
+
+void vmt__thread_finish(vmt_thread_t *t) {
+  int old_cancel;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old_cancel);
+  int64_t cpu = vmt_os_current_thread_cpu_time(false);
+  if (cpu > t->cpu_at_begin_ns && t->kind != VMT__KIND_INTERNAL)
+    atomic_fetch_add_explicit(&t->category->exited_cpu_ns, cpu - t->cpu_at_begin_ns,
+                              memory_order_relaxed);
+  vmt_os_thread_mark_exiting(&t->os);
+  atomic_store_explicit(&t->state, VMT_THREAD_TERMINATED, memory_order_release);
+  vmt__registry_remove(t);
+  vmt__alloc_thread_end(t);
+  vmt__current = NULL;
+  atomic_store_explicit(&t->done, 1, memory_order_release);
+  vmt__record_unref(t);
+  pthread_setcancelstate(old_cancel, NULL);
+}
+
+int vmt_thread_exit(void *result) {
+  vmt_thread_t *t = vmt__current;
+  if (t == NULL || t->kind == VMT__KIND_ATTACHED) return -EPERM;
+  t->result = result;
+  t->result_set = true;
+  pthread_exit(result);
+}

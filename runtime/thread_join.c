@@ -1,0 +1,56 @@
+/*
+ * runtime/thread_join.c: join, retain and release: what a user does with a handle.
+ *
+ * Every entry point first checks the record's magic and takes or checks a reference with a
+ * compare-and-swap that refuses zero, so a handle whose references are all gone gives -EINVAL
+ * (records are type-stable, thread_record.c). Join holds a temporary internal reference while
+ * it waits, so a concurrent release cannot recycle the record under it.
+ */
+#include <errno.h>
+
+#include "runtime/thread_impl.h"
+
+int vmt_thread_join(vmt_thread_t *t, void **result) {
+  if (t == NULL || !vmt__record_ref_if_live(t)) return -EINVAL;
+  int rc = 0;
+  if (atomic_load_explicit(&t->user_refs, memory_order_acquire) <= 0 ||
+      t->kind == VMT__KIND_ATTACHED) {
+    rc = -EINVAL;
+  } else if (t == vmt__current) {
+    rc = -EDEADLK;
+  } else {
+    int32_t expected = 0;
+    if (!atomic_compare_exchange_strong_explicit(&t->join_state, &expected, 1,
+                                                 memory_order_acq_rel, memory_order_acquire)) {
+      rc = -EALREADY;
+    } else {
+      /* The thread of a fork's parent process does not exist here; its bookkeeping was done
+       * by the fork handler. */
+      if (!t->forked_away) pthread_join(t->pthread, NULL);
+      t->os_reaped = true;
+      if (result) *result = t->result;
+      atomic_store_explicit(&t->join_state, 2, memory_order_release);
+    }
+  }
+  vmt__record_unref(t);
+  return rc;
+}
+
+int vmt_thread_retain(vmt_thread_t *t) {
+  if (t == NULL || !vmt__record_ref_if_live(t)) return -EINVAL;
+  /* The first user reference keeps the internal one just taken; later ones do not need it. */
+  if (atomic_fetch_add_explicit(&t->user_refs, 1, memory_order_acq_rel) > 0) vmt__record_unref(t);
+  return 0;
+}
+
+int vmt_thread_release(vmt_thread_t *t) {
+  if (t == NULL || __atomic_load_n(&t->magic, __ATOMIC_RELAXED) != VMT__THREAD_MAGIC)
+    return -EINVAL;
+  int32_t u = atomic_load_explicit(&t->user_refs, memory_order_relaxed);
+  do {
+    if (u <= 0) return -EINVAL;
+  } while (!atomic_compare_exchange_weak_explicit(&t->user_refs, &u, u - 1, memory_order_acq_rel,
+                                                  memory_order_relaxed));
+  if (u == 1) vmt__record_unref(t);
+  return 0;
+}

@@ -1,0 +1,115 @@
+/*
+ * runtime/thread_record.c: thread records, their references and their pool.
+ *
+ * References. `refs` counts internal references: one for the running thread (dropped as it
+ * ends), one for the registry (dropped when no reader can still see the record, registry.c),
+ * and one standing for all user references together (`user_refs`: start's and retain's). A
+ * user's release can therefore never drop the running thread's reference; one release too
+ * many is refused with -EINVAL.
+ *
+ * Type-stable pool. A record is never returned to malloc while the process lives: a freed
+ * record has its magic cleared and goes to a free list, from which the next start takes it.
+ * A join or release through a stale handle then reads a cleared magic (or zero references) and
+ * fails with -EINVAL instead of touching freed memory. The residual case: once a record has been
+ * recycled for a new thread, a stale handle to the old one names the new thread, and nothing
+ * can tell them apart (docs/design.md, "Reclamation"). Memory held: the peak number of records
+ * ever live at once, about 400 bytes each.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/thread_impl.h"
+
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static vmt_thread_t *pool_free;
+static size_t pool_free_count;
+static _Atomic int64_t next_id = 1;
+
+vmt_thread_t *vmt__record_alloc(void) {
+  if (vmt__fault_hit(VMT__FAULT_ALLOC) != 0) return NULL;
+  pthread_mutex_lock(&pool_lock);
+  vmt_thread_t *t = pool_free;
+  if (t) {
+    pool_free = t->retire_next;
+    pool_free_count--;
+  }
+  pthread_mutex_unlock(&pool_lock);
+  if (t == NULL) {
+    t = malloc(sizeof(*t));
+    if (t == NULL) return NULL;
+  }
+  memset(t, 0, sizeof(*t));
+  __atomic_store_n(&t->magic, VMT__THREAD_MAGIC, __ATOMIC_RELAXED);
+  return t;
+}
+
+static void pool_put(vmt_thread_t *t) {
+  __atomic_store_n(&t->magic, 0, __ATOMIC_RELAXED);
+  pthread_mutex_lock(&pool_lock);
+  t->retire_next = pool_free;
+  pool_free = t;
+  pool_free_count++;
+  pthread_mutex_unlock(&pool_lock);
+}
+
+size_t vmt__record_pool_free_count(void) {
+  pthread_mutex_lock(&pool_lock);
+  size_t n = pool_free_count;
+  pthread_mutex_unlock(&pool_lock);
+  return n;
+}
+
+int vmt__record_init(vmt_thread_t *t, const vmt__thread_opts_t *o, vmt__thread_kind_t kind) {
+  t->id = atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed);
+  t->kind = kind;
+  t->daemon = o->daemon;
+  t->priority = o->priority;
+  t->stack_size = o->stack_size;
+  t->category = vmt__category_intern(kind == VMT__KIND_INTERNAL ? "vmt-internal" : o->category);
+  char fallback[32];
+  const char *name = o->name;
+  size_t len = o->name_len;
+  if (name == NULL) {
+    len = (size_t)snprintf(fallback, sizeof(fallback), "vmt-thread-%lld", (long long)t->id);
+    name = fallback;
+  }
+  t->name = vmt__fault_hit(VMT__FAULT_ALLOC) == 0 ? malloc(len + 1) : NULL;
+  if (t->name == NULL || t->category == NULL) {
+    free(t->name);
+    pool_put(t);
+    return -ENOMEM;
+  }
+  memcpy(t->name, name, len);
+  t->name[len] = '\0';
+  vmt_os_native_name(t->name, t->os_name);
+  atomic_store_explicit(&t->state, VMT_THREAD_NEW, memory_order_relaxed);
+  return 0;
+}
+
+bool vmt__record_ref_if_live(vmt_thread_t *t) {
+  if (__atomic_load_n(&t->magic, __ATOMIC_RELAXED) != VMT__THREAD_MAGIC) return false;
+  int32_t r = atomic_load_explicit(&t->refs, memory_order_relaxed);
+  do {
+    if (r <= 0) return false;
+  } while (!atomic_compare_exchange_weak_explicit(&t->refs, &r, r + 1, memory_order_acquire,
+                                                  memory_order_relaxed));
+  return true;
+}
+
+void vmt__record_unref(vmt_thread_t *t) {
+  if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1) return;
+  /* Nobody joined a started thread: its pthread is detached so that glibc frees its stack. It
+   * has ended (the thread's own reference is gone), so this only releases the descriptor. A
+   * thread of the parent process seen in a fork child has no descriptor to release. */
+  if (t->kind != VMT__KIND_ATTACHED && !t->os_reaped && !t->forked_away && t->pthread_created)
+    pthread_detach(t->pthread);
+  free(t->name);
+  t->name = NULL;
+  pool_put(t);
+}
+
+void vmt__record_fork_prepare(void) { pthread_mutex_lock(&pool_lock); }
+void vmt__record_fork_parent(void) { pthread_mutex_unlock(&pool_lock); }
+void vmt__record_fork_child(void) { pthread_mutex_init(&pool_lock, NULL); }

@@ -1,0 +1,118 @@
+/*
+ * runtime/thread_start.c: starting a thread without a handshake (Apache Kudu change 8257).
+ *
+ * The parent allocates and registers the record, calls pthread_create, binds the port record
+ * (the kernel wrote the child's tid before pthread_create returned, CLONE_PARENT_SETTID), counts
+ * the thread and returns. It never waits for the child, and the child never waits for it: the
+ * child publishes its tid too (a no-op here, needed where the parent cannot know it), installs
+ * itself as the current thread, names itself and runs the body. Kudu measured 1000 starts at
+ * 0.071 s with a two-way handshake and 0.027 s without, with 40% fewer context switches.
+ *
+ * Counting happens after pthread_create (under the registry's writer lock), so a failed start
+ * changes no counter, not even the peak; a child that ends before its parent counted it is
+ * counted as started only (registry.c).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "runtime/thread_impl.h"
+
+static void *trampoline(void *arg);
+
+/* Cancellation, pthread_exit or return: one exit path (thread_exit.c). */
+static void on_exit_path(void *arg) {
+  vmt_thread_t *t = arg;
+  if (!t->result_set) t->result = PTHREAD_CANCELED;
+  vmt__thread_finish(t);
+}
+
+static void *trampoline(void *arg) {
+  vmt_thread_t *t = arg;
+  vmt__current = t;
+  vmt_os_thread_bind_self(&t->os);
+  vmt__alloc_thread_begin(t);
+  pthread_cleanup_push(on_exit_path, t);
+  /* Best effort, as in HotSpot: a thread runs fine under its inherited kernel name. */
+  vmt_os_set_native_name(t->os_name);
+  void *result = t->fn(t->arg);
+  t->result = result;
+  t->result_set = true;
+  pthread_cleanup_pop(1);
+  return result;
+}
+
+static int start(vmt_thread_t **out, const vmt__thread_opts_t *o, vmt__thread_kind_t kind,
+                 vmt_thread_fn fn, void *arg) {
+  vmt__runtime_init();
+  vmt_thread_t *t = vmt__record_alloc();
+  if (t == NULL) return -ENOMEM;
+  int rc = vmt__record_init(t, o, kind);
+  if (rc) return rc;
+  /* The running thread's, the registry's, and the users' (one) references. */
+  atomic_store_explicit(&t->refs, 3, memory_order_relaxed);
+  atomic_store_explicit(&t->user_refs, 1, memory_order_relaxed);
+  t->fn = fn;
+  t->arg = arg;
+  t->start_time_ns = vmt_os_java_time_nanos();
+  atomic_store_explicit(&t->state, VMT_THREAD_RUNNABLE, memory_order_relaxed);
+
+  pthread_attr_t attr;
+  rc = -pthread_attr_init(&attr);
+  if (rc == 0 && t->stack_size) rc = -pthread_attr_setstacksize(&attr, t->stack_size);
+  if (rc == 0) rc = vmt__registry_insert(t);
+  if (rc) {
+    pthread_attr_destroy(&attr);
+    atomic_store_explicit(&t->refs, 1, memory_order_relaxed);
+    vmt__record_unref(t);
+    return rc;
+  }
+  rc = vmt__fault_hit(VMT__FAULT_PTHREAD_CREATE);
+  if (rc == 0) rc = -pthread_create(&t->pthread, &attr, trampoline, t);
+  pthread_attr_destroy(&attr);
+  if (rc) {
+    /* Readers may have seen the record: it leaves like an exiting thread, its registry
+     * reference dropped once no snapshot holding it is protected. */
+    atomic_store_explicit(&t->state, VMT_THREAD_TERMINATED, memory_order_release);
+    vmt__registry_remove(t);
+    atomic_store_explicit(&t->done, 1, memory_order_release);
+    atomic_store_explicit(&t->user_refs, 0, memory_order_relaxed);
+    vmt__record_unref(t);  /* the users' */
+    vmt__record_unref(t);  /* the thread that never ran */
+    return rc;
+  }
+  t->pthread_created = true;
+  /* The tid, now (no wait). If the child already ended, glibc reports ESRCH and the child has
+   * published the tid itself. */
+  vmt_os_thread_bind(&t->os, t->pthread);
+  vmt__registry_count(t);
+  *out = t;
+  return 0;
+}
+
+int vmt_thread_start_ex(vmt_thread_t **out, const vmt_thread_options_t *options,
+                        vmt_thread_fn fn, void *arg) {
+  if (out == NULL) return -EINVAL;
+  *out = NULL;
+  if (fn == NULL) return -EINVAL;
+  vmt__thread_opts_t o;
+  int rc = vmt__options_resolve(options, &o);
+  if (rc) return rc;
+  return start(out, &o, VMT__KIND_STARTED, fn, arg);
+}
+
+int vmt_thread_start(vmt_thread_t **out, vmt_thread_fn fn, void *arg) {
+  return vmt_thread_start_ex(out, NULL, fn, arg);
+}
+
+int vmt__thread_start_internal(vmt_thread_t **out, const char *name, vmt_thread_fn fn,
+                               void *arg) {
+  if (out == NULL) return -EINVAL;
+  *out = NULL;
+  if (fn == NULL) return -EINVAL;
+  vmt_thread_options_t opts = {.flags = name ? VMT_THREAD_OPT_NAME : 0u, .name = name};
+  vmt__thread_opts_t o;
+  int rc = vmt__options_resolve(&opts, &o);
+  if (rc) return rc;
+  o.daemon = true;
+  return start(out, &o, VMT__KIND_INTERNAL, fn, arg);
+}
