@@ -14,6 +14,7 @@
  * are written by jemalloc with plain stores: they are read with atomic relaxed loads, without
  * which gcc keeps a stale value across a malloc call (seen here, FACTS.md).
  */
+#include <errno.h>
 #include <jemalloc/jemalloc.h>
 #include <sched.h>
 #include <stdlib.h>

@@ -9,8 +9,8 @@
  *
  * Acquire: load the current snapshot, publish it in a free slot (seq_cst store), re-load the
  * current snapshot (seq_cst); if it is unchanged, the snapshot is protected: a reclaimer that
- * retired it afterwards will see the slot (it scans the slots after a seq_cst fence that
- * follows the retirement), and one that retired it before made the re-load see a newer one.
+ * takes it after its replacement (a seq_cst store) reads the slots with seq_cst loads and sees
+ * the hazard, and a replacement earlier in the total order made the re-load see a newer one.
  * Cost: two loads and one store to a line only this thread writes; no read-modify-write on a
  * shared line, so readers do not slow each other or the writers.
  */

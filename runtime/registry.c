@@ -122,11 +122,12 @@ static void reclaim(bool wait) {
   } else if (pthread_mutex_trylock(&reclaim_lock) != 0) {
     return;
   }
-  vmt_thread_t *records = atomic_exchange_explicit(&retired_records, NULL, memory_order_acquire);
-  vmt__snapshot_t *snaps = atomic_exchange_explicit(&retired_snapshots, NULL, memory_order_acquire);
-  /* Anything retired before the exchanges is no longer current: a reader that publishes a
-   * hazard on it from now on fails its re-check. Slots read after this fence are complete. */
-  atomic_thread_fence(memory_order_seq_cst);
+  /* Everything taken here was replaced (a seq_cst store of the current pointer) before it was
+   * pushed, so that store happens before the slot loads below, and all of them are seq_cst: a
+   * reader whose re-check still saw a taken snapshot as current published its slot earlier in
+   * the single total order, and the loads see it. (No fence: gcc's TSan rejects them.) */
+  vmt_thread_t *records = atomic_exchange_explicit(&retired_records, NULL, memory_order_seq_cst);
+  vmt__snapshot_t *snaps = atomic_exchange_explicit(&retired_snapshots, NULL, memory_order_seq_cst);
   const void **hazards;
   size_t nh;
   bool have_hazards = vmt__hazards_collect(&hazards, &nh) == 0;

@@ -9,7 +9,7 @@
  * detached by a thread-specific-data destructor, so the registry never keeps a dead thread.
  */
 #include <errno.h>
-#include <string.h>
+#include <stdlib.h>
 
 #include "runtime/thread_impl.h"
 

@@ -2,7 +2,7 @@
  * runtime/thread_impl.h: what the files of the thread module share (record pool and references,
  * options, categories, the registry's writer side, the current-thread slot, process-wide
  * initialisation). Hidden; nothing outside runtime/thread_*.c, registry.c, hazard.c,
- * category.c, options.c and fork.c includes it, except tests of internals.
+ * category.c, options.c and alloc.c includes it, except tests of internals.
  */
 #ifndef VMT_RUNTIME_THREAD_IMPL_H
 #define VMT_RUNTIME_THREAD_IMPL_H

@@ -4,7 +4,8 @@
  * Every entry point first checks the record's magic and takes or checks a reference with a
  * compare-and-swap that refuses zero, so a handle whose references are all gone gives -EINVAL
  * (records are type-stable, thread_record.c). Join holds a temporary internal reference while
- * it waits, so a concurrent release cannot recycle the record under it.
+ * it waits, so a concurrent release cannot recycle the record under it. It waits on the `done`
+ * futex (the exit bookkeeping is complete), then reaps the pthread.
  */
 #include <errno.h>
 
@@ -21,11 +22,13 @@ int vmt_thread_join(vmt_thread_t *t, void **result) {
   } else {
     int32_t expected = 0;
     if (!atomic_compare_exchange_strong_explicit(&t->join_state, &expected, 1,
-                                                 memory_order_acq_rel, memory_order_acquire)) {
+                                                 memory_order_seq_cst, memory_order_acquire)) {
       rc = -EALREADY;
     } else {
       /* The thread of a fork's parent process does not exist here; its bookkeeping was done
        * by the fork handler. */
+      while (atomic_load_explicit(&t->done, memory_order_seq_cst) == 0)
+        vmt_os_futex_wait(&t->done, 0, VMT_OS_NO_DEADLINE);
       if (!t->forked_away) pthread_join(t->pthread, NULL);
       t->os_reaped = true;
       if (result) *result = t->result;
@@ -38,8 +41,22 @@ int vmt_thread_join(vmt_thread_t *t, void **result) {
 
 int vmt_thread_retain(vmt_thread_t *t) {
   if (t == NULL || !vmt__record_ref_if_live(t)) return -EINVAL;
+  /* A started thread's user references cannot come back from zero (its last holder let go,
+   * so nobody may use the handle); an attached thread starts at zero and may be retained
+   * while it is attached. */
+  bool from_zero_ok = t->kind == VMT__KIND_ATTACHED &&
+                      atomic_load_explicit(&t->state, memory_order_acquire) !=
+                          VMT_THREAD_TERMINATED;
+  int32_t u = atomic_load_explicit(&t->user_refs, memory_order_relaxed);
+  do {
+    if (u <= 0 && !from_zero_ok) {
+      vmt__record_unref(t);
+      return -EINVAL;
+    }
+  } while (!atomic_compare_exchange_weak_explicit(&t->user_refs, &u, u + 1, memory_order_acq_rel,
+                                                  memory_order_relaxed));
   /* The first user reference keeps the internal one just taken; later ones do not need it. */
-  if (atomic_fetch_add_explicit(&t->user_refs, 1, memory_order_acq_rel) > 0) vmt__record_unref(t);
+  if (u > 0) vmt__record_unref(t);
   return 0;
 }
 

@@ -38,7 +38,8 @@ static void *trampoline(void *arg) {
   t->result = result;
   t->result_set = true;
   pthread_cleanup_pop(1);
-  return result;
+  /* t may be recycled by now (its last reference went in the cleanup handler). */
+  return NULL;
 }
 
 static int start(vmt_thread_t **out, const vmt__thread_opts_t *o, vmt__thread_kind_t kind,

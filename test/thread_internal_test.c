@@ -1,0 +1,477 @@
+/*
+ * test/thread_internal_test.c: the thread module's internals: exact counters through start and
+ * exit sequences (peak reset included), the registry's snapshots, lookups and reclamation,
+ * internal threads, injected pthread_create and allocation failures, tombstones, the stack size
+ * rule, the fork child, and the allocation counters.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "runtime/thread_impl.h"
+
+typedef struct gate {
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  bool open;
+} gate_t;
+
+static void gate_init(gate_t *g) {
+  pthread_mutex_init(&g->lock, NULL);
+  pthread_cond_init(&g->cond, NULL);
+  g->open = false;
+}
+static void gate_open(gate_t *g) {
+  pthread_mutex_lock(&g->lock);
+  g->open = true;
+  pthread_cond_broadcast(&g->cond);
+  pthread_mutex_unlock(&g->lock);
+}
+static void *wait_for_gate(void *arg) {
+  gate_t *g = arg;
+  pthread_mutex_lock(&g->lock);
+  while (!g->open) pthread_cond_wait(&g->cond, &g->lock);
+  pthread_mutex_unlock(&g->lock);
+  return NULL;
+}
+static void *return_arg(void *arg) { return arg; }
+
+static vmt__counts_t counts(void) {
+  vmt__counts_t c;
+  vmt__registry_counts(&c);
+  return c;
+}
+
+static size_t snapshot_size(void) {
+  const vmt__snapshot_t *s = vmt__registry_acquire();
+  size_t n = 0;
+  for (size_t i = 0; i < s->count; i++)
+    if (atomic_load(&s->threads[i]->registry_state) == VMT__REG_IN) n++;
+  vmt__registry_release(s);
+  return n;
+}
+
+static vmt__category_t *category(const char *name) {
+  for (vmt__category_t *c = vmt__categories(); c; c = c->next)
+    if (strcmp(c->name, name) == 0) return c;
+  return NULL;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  vmt__fault_disarm_all();
+  return 0;
+}
+
+/* ---- counters -------------------------------------------------------------------------- */
+static void counters_are_exact_through_starts_and_exits(void **state) {
+  (void)state;
+  vmt__counts_t c0 = counts();
+  gate_t g;
+  gate_init(&g);
+  enum { N = 5 };
+  vmt_thread_t *t[N];
+  for (int i = 0; i < N; i++) {
+    vmt_thread_options_t o = {.flags = VMT_THREAD_OPT_DAEMON | VMT_THREAD_OPT_CATEGORY,
+                              .daemon = i % 2 == 0,
+                              .category = "counted"};
+    assert_int_equal(vmt_thread_start_ex(&t[i], &o, wait_for_gate, &g), 0);
+    vmt__counts_t c = counts();
+    /* Counted the moment start returns, whether or not the child ran. */
+    assert_int_equal(c.live, c0.live + i + 1);
+    assert_int_equal(c.total_started, c0.total_started + i + 1);
+    assert_int_equal(c.daemon, c0.daemon + (i + 2) / 2);
+    assert_true(c.peak >= c.live);
+    assert_int_equal(atomic_load(&category("counted")->live), i + 1);
+    const vmt__snapshot_t *s = vmt__registry_acquire();
+    vmt_thread_t *found = vmt__snapshot_find(s, vmt_thread_id(t[i]));
+    assert_ptr_equal(found, t[i]);
+    assert_true(vmt__thread_is_listed(found));
+    vmt__registry_release(s);
+  }
+  assert_int_equal(counts().peak, c0.live + N > c0.peak ? c0.live + N : c0.peak);
+  gate_open(&g);
+  for (int i = 0; i < N; i++) {
+    /* join returns only after the bookkeeping: the counters have moved already. */
+    assert_int_equal(vmt_thread_join(t[i], NULL), 0);
+    vmt__counts_t c = counts();
+    assert_true(c.live <= c0.live + N - 1 - i);
+    const vmt__snapshot_t *s = vmt__registry_acquire();
+    assert_null(vmt__snapshot_find(s, vmt_thread_id(t[i])));
+    vmt__registry_release(s);
+  }
+  vmt__counts_t c = counts();
+  assert_int_equal(c.live, c0.live);
+  assert_int_equal(c.daemon, c0.daemon);
+  assert_int_equal(c.total_started, c0.total_started + N);
+  assert_int_equal(atomic_load(&category("counted")->live), 0);
+  assert_true(atomic_load(&category("counted")->exited_cpu_ns) > 0);
+  assert_true(c.peak >= c0.live + N);
+  vmt__registry_reset_peak();
+  assert_int_equal(counts().peak, c0.live);
+  /* A new start raises the peak from the reset value. */
+  vmt_thread_t *u;
+  gate_t g2;
+  gate_init(&g2);
+  assert_int_equal(vmt_thread_start(&u, wait_for_gate, &g2), 0);
+  assert_int_equal(counts().peak, c0.live + 1);
+  gate_open(&g2);
+  assert_int_equal(vmt_thread_join(u, NULL), 0);
+  assert_int_equal(counts().peak, c0.live + 1);
+  for (int i = 0; i < N; i++) vmt_thread_release(t[i]);
+  vmt_thread_release(u);
+}
+
+static void *attached_body(void *arg) {
+  vmt__counts_t *seen = arg;
+  vmt_thread_t *me;
+  vmt_thread_attach(NULL, &me);
+  vmt__registry_counts(&seen[0]);
+  vmt_thread_attach(NULL, &me);
+  vmt__registry_counts(&seen[1]);  /* nested: counted once */
+  vmt_thread_detach();
+  vmt_thread_detach();
+  vmt__registry_counts(&seen[2]);
+  return NULL;
+}
+
+static void attach_counts_once(void **state) {
+  (void)state;
+  vmt__counts_t c0 = counts(), seen[3];
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, attached_body, seen), 0);
+  pthread_join(th, NULL);
+  assert_int_equal(seen[0].live, c0.live + 1);
+  assert_int_equal(seen[0].total_started, c0.total_started + 1);
+  assert_int_equal(seen[1].live, c0.live + 1);
+  assert_int_equal(seen[1].total_started, c0.total_started + 1);
+  assert_int_equal(seen[2].live, c0.live);
+  assert_int_equal(counts().total_started, c0.total_started + 1);
+}
+
+/* ---- internal threads ------------------------------------------------------------------ */
+static void internal_threads_are_neither_counted_nor_listed(void **state) {
+  (void)state;
+  vmt__counts_t c0 = counts();
+  gate_t g;
+  gate_init(&g);
+  vmt_thread_t *t;
+  assert_int_equal(vmt__thread_start_internal(&t, "vmt-dump", wait_for_gate, &g), 0);
+  vmt__counts_t c = counts();
+  assert_int_equal(c.live, c0.live);
+  assert_int_equal(c.total_started, c0.total_started);
+  const vmt__snapshot_t *s = vmt__registry_acquire();
+  vmt_thread_t *found = vmt__snapshot_find(s, vmt_thread_id(t));
+  assert_ptr_equal(found, t);          /* in the snapshot ... */
+  assert_false(vmt__thread_is_listed(found));  /* ... but never listed */
+  vmt__registry_release(s);
+  gate_open(&g);
+  assert_int_equal(vmt_thread_join(t, NULL), 0);
+  assert_int_equal(counts().total_started, c0.total_started);
+  vmt_thread_release(t);
+}
+
+/* ---- injected failures ----------------------------------------------------------------- */
+static void pthread_create_failure_leaves_nothing_behind(void **state) {
+  (void)state;
+  int errs[] = {EAGAIN, ENOMEM};
+  for (int k = 0; k < 2; k++) {
+    vmt__registry_reclaim();
+    vmt__counts_t c0 = counts();
+    size_t n0 = snapshot_size();
+    size_t pool0 = vmt__record_pool_free_count();
+    vmt__fault_arm(VMT__FAULT_PTHREAD_CREATE, 0, 1, errs[k]);
+    vmt_thread_t *t = (vmt_thread_t *)&t;
+    assert_int_equal(vmt_thread_start(&t, return_arg, NULL), -errs[k]);
+    assert_null(t);
+    assert_int_equal(vmt__fault_injected(VMT__FAULT_PTHREAD_CREATE), 1);
+    vmt__counts_t c = counts();
+    assert_int_equal(c.live, c0.live);
+    assert_int_equal(c.peak, c0.peak);
+    assert_int_equal(c.daemon, c0.daemon);
+    assert_int_equal(c.total_started, c0.total_started);
+    assert_int_equal(snapshot_size(), n0);
+    /* The record goes back to the pool once no reader can see it (it came from the pool, or
+     * from malloc when the pool was empty). */
+    vmt__registry_reclaim();
+    assert_int_equal(vmt__record_pool_free_count(), pool0 > 0 ? pool0 : 1);
+  }
+}
+
+static void allocation_failures_leave_nothing_behind(void **state) {
+  (void)state;
+  /* Fail the 1st, 2nd, ... allocation of a start until one start succeeds. */
+  bool succeeded = false;
+  for (int skip = 0; skip < 10 && !succeeded; skip++) {
+    vmt__registry_reclaim();
+    vmt__counts_t c0 = counts();
+    size_t n0 = snapshot_size();
+    size_t pool0 = vmt__record_pool_free_count();
+    vmt__fault_arm(VMT__FAULT_ALLOC, skip, 1, ENOMEM);
+    vmt_thread_options_t o = {.flags = VMT_THREAD_OPT_CATEGORY, .category = "fresh-category"};
+    if (skip > 0) o.flags = 0;  /* only the first round asks for a new category */
+    vmt_thread_t *t;
+    gate_t g;  /* keeps a started child from reaching its exit path while the seam is armed */
+    gate_init(&g);
+    int rc = vmt_thread_start_ex(&t, &o, wait_for_gate, &g);
+    bool injected = vmt__fault_injected(VMT__FAULT_ALLOC) == 1;
+    vmt__fault_disarm_all();
+    if (rc == 0) {
+      assert_false(injected);  /* every allocation of a start is behind the seam */
+      assert_true(skip >= 3);  /* record, name, snapshot at least */
+      succeeded = true;
+      gate_open(&g);
+      assert_int_equal(vmt_thread_join(t, NULL), 0);
+      vmt_thread_release(t);
+      break;
+    }
+    assert_int_equal(rc, -ENOMEM);
+    assert_true(injected);
+    vmt__counts_t c = counts();
+    assert_int_equal(c.live, c0.live);
+    assert_int_equal(c.peak, c0.peak);
+    assert_int_equal(c.total_started, c0.total_started);
+    assert_int_equal(snapshot_size(), n0);
+    vmt__registry_reclaim();
+    /* skip 0 fails the record itself; later failures give the record back. */
+    assert_int_equal(vmt__record_pool_free_count(), skip == 0 || pool0 > 0 ? pool0 : 1);
+  }
+  assert_true(succeeded);
+}
+
+static void *arm_alloc_failure_then_return(void *arg) {
+  (void)arg;
+  /* The next allocation is the exit's new snapshot: the exit must still complete. */
+  vmt__fault_arm(VMT__FAULT_ALLOC, 0, 1, ENOMEM);
+  return NULL;
+}
+
+static void exit_without_memory_tombstones(void **state) {
+  (void)state;
+  vmt__counts_t c0 = counts();
+  vmt_thread_t *t;
+  assert_int_equal(vmt_thread_start(&t, arm_alloc_failure_then_return, NULL), 0);
+  assert_int_equal(vmt_thread_join(t, NULL), 0);
+  assert_int_equal(vmt__fault_injected(VMT__FAULT_ALLOC), 1);
+  assert_int_equal(counts().live, c0.live);
+  const vmt__snapshot_t *s = vmt__registry_acquire();
+  bool present = false;
+  for (size_t i = 0; i < s->count; i++) present |= s->threads[i] == t;
+  assert_true(present);                                  /* still in the array ... */
+  assert_null(vmt__snapshot_find(s, vmt_thread_id(t)));  /* ... but not found */
+  vmt__registry_release(s);
+  /* The next rebuild drops it. */
+  vmt_thread_t *u;
+  assert_int_equal(vmt_thread_start(&u, return_arg, NULL), 0);
+  s = vmt__registry_acquire();
+  for (size_t i = 0; i < s->count; i++) assert_ptr_not_equal(s->threads[i], t);
+  vmt__registry_release(s);
+  assert_int_equal(vmt_thread_join(u, NULL), 0);
+  vmt_thread_release(u);
+  vmt_thread_release(t);
+}
+
+/* ---- reclamation ----------------------------------------------------------------------- */
+static void a_protected_snapshot_keeps_its_records(void **state) {
+  (void)state;
+  vmt_thread_t *t;
+  gate_t g;
+  gate_init(&g);
+  assert_int_equal(vmt_thread_start(&t, wait_for_gate, &g), 0);
+  int64_t id = vmt_thread_id(t);
+  const vmt__snapshot_t *held = vmt__registry_acquire();
+  assert_ptr_equal(vmt__snapshot_find(held, id), t);
+  gate_open(&g);
+  assert_int_equal(vmt_thread_join(t, NULL), 0);
+  assert_int_equal(vmt_thread_release(t), 0);
+  vmt__registry_reclaim();
+  /* The exited thread is gone from the current snapshot but the held one still shows it, and
+   * its record is intact (not back in the pool). */
+  assert_int_equal(__atomic_load_n(&t->magic, __ATOMIC_RELAXED), VMT__THREAD_MAGIC);
+  assert_ptr_equal(vmt__snapshot_find(held, id), t);
+  assert_int_equal(vmt_thread_id(vmt__snapshot_find(held, id)), id);
+  assert_int_equal(held->count >= 1, true);
+  const vmt__snapshot_t *now = vmt__registry_acquire();
+  assert_null(vmt__snapshot_find(now, id));
+  vmt__registry_release(now);
+  vmt__registry_release(held);
+  vmt__registry_reclaim();
+  assert_int_equal(__atomic_load_n(&t->magic, __ATOMIC_RELAXED), 0);  /* pooled now */
+}
+
+static void snapshots_nest_and_stay_sorted(void **state) {
+  (void)state;
+  enum { N = 8 };
+  vmt_thread_t *t[N];
+  gate_t g;
+  gate_init(&g);
+  for (int i = 0; i < N; i++) assert_int_equal(vmt_thread_start(&t[i], wait_for_gate, &g), 0);
+  const vmt__snapshot_t *s[VMT__HAZARDS_PER_THREAD];
+  for (int i = 0; i < VMT__HAZARDS_PER_THREAD; i++) {
+    s[i] = vmt__registry_acquire();
+    assert_non_null(s[i]);
+    for (size_t k = 1; k < s[i]->count; k++)
+      assert_true(s[i]->threads[k - 1]->id < s[i]->threads[k]->id);
+    for (int j = 0; j < N; j++) assert_ptr_equal(vmt__snapshot_find(s[i], t[j]->id), t[j]);
+  }
+  assert_null(vmt__snapshot_find(s[0], 0));
+  assert_null(vmt__snapshot_find(s[0], INT64_MAX));
+  for (int i = VMT__HAZARDS_PER_THREAD - 1; i >= 0; i--) vmt__registry_release(s[i]);
+  gate_open(&g);
+  for (int i = 0; i < N; i++) {
+    assert_int_equal(vmt_thread_join(t[i], NULL), 0);
+    vmt_thread_release(t[i]);
+  }
+}
+
+/* ---- options ----------------------------------------------------------------------------- */
+static void stack_size_rule(void **state) {
+  (void)state;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  long platform = sysconf(_SC_THREAD_STACK_MIN);
+  size_t lo = VMT__STACK_MIN_BYTES > (size_t)platform ? VMT__STACK_MIN_BYTES : (size_t)platform;
+  assert_int_equal(vmt__stack_size_rule(0), 0);
+  assert_int_equal(vmt__stack_size_rule(1), lo);
+  assert_int_equal(vmt__stack_size_rule(lo + 1), lo + page);
+  assert_int_equal(vmt__stack_size_rule(1 << 20), 1 << 20);
+  assert_int_equal(vmt__stack_size_rule((1 << 20) + 1), (1 << 20) + page);
+  assert_int_equal(vmt__stack_size_rule(VMT__STACK_MAX_BYTES), VMT__STACK_MAX_BYTES);
+  assert_int_equal(vmt__stack_size_rule(SIZE_MAX), VMT__STACK_MAX_BYTES);
+}
+
+static void utf8_validation(void **state) {
+  (void)state;
+  assert_true(vmt__utf8_valid("plain", 5));
+  assert_true(vmt__utf8_valid("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", 9));  /* é € 😀 */
+  assert_false(vmt__utf8_valid("\x80", 1));
+  assert_false(vmt__utf8_valid("\xe2\x82", 2));          /* truncated */
+  assert_false(vmt__utf8_valid("\xe0\x80\x80", 3));      /* overlong */
+  assert_false(vmt__utf8_valid("\xed\xbf\xbf", 3));      /* surrogate */
+  assert_false(vmt__utf8_valid("\xf5\x80\x80\x80", 4));  /* beyond U+10FFFF */
+}
+
+/* ---- fork ------------------------------------------------------------------------------ */
+static void fork_child_keeps_only_the_forking_thread(void **state) {
+  (void)state;
+  gate_t g;
+  gate_init(&g);
+  enum { N = 3 };
+  vmt_thread_t *t[N];
+  for (int i = 0; i < N; i++) assert_int_equal(vmt_thread_start(&t[i], wait_for_gate, &g), 0);
+  vmt_thread_t *me;
+  assert_int_equal(vmt_thread_attach(NULL, &me), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    /* Exit codes say which check failed (no cmocka in the child). */
+    vmt__counts_t c;
+    vmt__registry_counts(&c);
+    if (c.live != 1) _exit(10);
+    if (snapshot_size() != 1) _exit(11);
+    const vmt__snapshot_t *s = vmt__registry_acquire();
+    if (vmt__snapshot_find(s, vmt_thread_id(me)) != me) _exit(12);
+    for (int i = 0; i < N; i++)
+      if (vmt__snapshot_find(s, vmt_thread_id(t[i])) != NULL) _exit(13);
+    vmt__registry_release(s);
+    if (vmt_thread_tid(me) != getpid()) _exit(14);
+    for (int i = 0; i < N; i++) {
+      if (vmt_thread_state(t[i]) != VMT_THREAD_TERMINATED) _exit(15);
+      if (vmt_thread_join(t[i], NULL) != 0) _exit(16);  /* returns: nothing to wait for */
+    }
+#ifndef __SANITIZE_THREAD__
+    /* The runtime works in the child. (TSan kills a multi-threaded process's fork child that
+     * starts threads: die_after_fork.) */
+    vmt_thread_t *u;
+    if (vmt_thread_start(&u, return_arg, NULL) != 0) _exit(17);
+    if (vmt_thread_join(u, NULL) != 0) _exit(18);
+    vmt__registry_counts(&c);
+    if (c.live != 1) _exit(19);
+#endif
+    _exit(0);
+  }
+  assert_true(pid > 0);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  /* The parent is untouched. */
+  assert_int_equal(vmt_thread_state(t[0]), VMT_THREAD_RUNNABLE);
+  gate_open(&g);
+  for (int i = 0; i < N; i++) {
+    assert_int_equal(vmt_thread_join(t[i], NULL), 0);
+    vmt_thread_release(t[i]);
+  }
+  assert_int_equal(vmt_thread_detach(), 0);
+}
+
+/* ---- allocation counters --------------------------------------------------------------- */
+static void *allocate_and_report(void *arg) {
+  int64_t *out = arg;
+  vmt_thread_t *me = vmt_thread_current();
+  out[0] = vmt__alloc_thread_bytes(me);
+  void *volatile p = malloc(100000);
+  out[1] = vmt__alloc_thread_bytes(me);
+  free(p);
+  return NULL;
+}
+
+static void allocation_counters_follow_the_allocator(void **state) {
+  (void)state;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  /* The sanitizer's malloc replaces jemalloc's: the runtime must notice. */
+  assert_false(vmt__alloc_supported());
+  int64_t bytes[2];
+  vmt_thread_t *t;
+  assert_int_equal(vmt_thread_start(&t, allocate_and_report, bytes), 0);
+  assert_int_equal(vmt_thread_join(t, NULL), 0);
+  vmt_thread_release(t);
+  assert_int_equal(bytes[0], -1);
+  assert_int_equal(bytes[1], -1);
+#else
+  assert_true(vmt__alloc_supported());
+  int64_t bytes[2];
+  int64_t exited0 = vmt__alloc_exited_total();
+  vmt_thread_t *t;
+  assert_int_equal(vmt_thread_start(&t, allocate_and_report, bytes), 0);
+  assert_int_equal(vmt_thread_join(t, NULL), 0);
+  assert_true(bytes[0] >= 0);
+  assert_true(bytes[1] >= bytes[0] + 100000);
+  assert_true(vmt__alloc_exited_total() >= exited0 + 100000);
+  assert_int_equal(vmt__alloc_thread_bytes(t), -1);  /* ended */
+  vmt_thread_release(t);
+  /* mallctl failing: the thread runs, its counter is simply unavailable. */
+  vmt__fault_arm(VMT__FAULT_MALLCTL, 0, -1, EIO);
+  assert_int_equal(vmt_thread_start(&t, allocate_and_report, bytes), 0);
+  assert_int_equal(vmt_thread_join(t, NULL), 0);
+  vmt__fault_disarm_all();
+  vmt_thread_release(t);
+  assert_int_equal(bytes[0], -1);
+  assert_int_equal(bytes[1], -1);
+#endif
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_teardown(counters_are_exact_through_starts_and_exits, teardown),
+      cmocka_unit_test_teardown(attach_counts_once, teardown),
+      cmocka_unit_test_teardown(internal_threads_are_neither_counted_nor_listed, teardown),
+      cmocka_unit_test_teardown(pthread_create_failure_leaves_nothing_behind, teardown),
+      cmocka_unit_test_teardown(allocation_failures_leave_nothing_behind, teardown),
+      cmocka_unit_test_teardown(exit_without_memory_tombstones, teardown),
+      cmocka_unit_test_teardown(a_protected_snapshot_keeps_its_records, teardown),
+      cmocka_unit_test_teardown(snapshots_nest_and_stay_sorted, teardown),
+      cmocka_unit_test_teardown(stack_size_rule, teardown),
+      cmocka_unit_test_teardown(utf8_validation, teardown),
+      cmocka_unit_test_teardown(fork_child_keeps_only_the_forking_thread, teardown),
+      cmocka_unit_test_teardown(allocation_counters_follow_the_allocator, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
