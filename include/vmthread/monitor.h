@@ -71,10 +71,13 @@ VMT_EXPORT int vmt_sync_timed_lock(vmt_sync_t *s, int64_t timeout_ns); /* -ETIME
 VMT_EXPORT int vmt_sync_unlock(vmt_sync_t *s);             /* -EPERM if not owner */
 VMT_EXPORT int vmt_sync_describe(const vmt_sync_t *s, char *buf, size_t len);
 
-/* Thread.sleep: TIMED_WAITING, counted as a wait. Timeout honoured across EINTR. */
+/* Thread.sleep: TIMED_WAITING, counted as a wait. Timeout honoured across EINTR (a
+ * CLOCK_MONOTONIC deadline). 0 returns at once; -EINVAL for ns < 0. */
 VMT_EXPORT int vmt_sleep_ns(int64_t ns);
 /* LockSupport.park / parkNanos / unpark. park returns 0 on unpark (permit consumed),
- * -ETIMEDOUT when the timeout passed; spurious returns are allowed as in Java. */
+ * -ETIMEDOUT when the timeout passed; spurious returns are allowed as in Java (this
+ * implementation makes none). Only runtime threads (started or attached) have a permit: park
+ * on any other thread returns -EPERM. unpark before park makes the next park return at once. */
 VMT_EXPORT int vmt_park(int64_t timeout_ns);  /* timeout_ns <= 0: no timeout */
 VMT_EXPORT int vmt_unpark(vmt_thread_t *t);   /* -EINVAL on NULL */
 

@@ -1,0 +1,183 @@
+/*
+ * runtime/deadlock.c: findMonitorDeadlockedThreads / findDeadlockedThreads.
+ *
+ * Each thread has at most one outgoing edge: "blocked entering monitor L (or, with syncs,
+ * waiting to acquire synchronizer L), and L is owned by thread U". The graph is functional, so
+ * cycles are found in O(n) by colouring. As in Java, only threads *on* a cycle are reported; a
+ * thread blocked on a deadlocked thread is not, and a thread in wait() has no edge at all (it
+ * waits for a notify, not for a lock).
+ *
+ * HotSpot walks the graph at a safepoint. We cannot stop threads, so each candidate cycle is
+ * verified: every member's sequence number (runtime/lock.h) must be the same, and even, in a
+ * second read as in the first, and each member must still list the lock its predecessor waits
+ * for among the locks it holds. A thread changes its sequence whenever it takes, releases or
+ * stops waiting for a lock, so all members were in that state throughout the interval between
+ * the two reads, at the same time: a real cycle, which can never resolve. A transient chain
+ * fails the check and is dropped (the next call finds it if it became real).
+ * Threads that exit meanwhile are safe to read: the registry snapshot keeps their records.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/lock.h"
+
+typedef struct node {
+  struct vmt__lock *lock;   /* what this thread waits for, NULL if none */
+  uint32_t seq;
+  ssize_t next;             /* index of the owner in the snapshot, -1 if none */
+  uint8_t colour;           /* 0 new, 1 on the current path, 2 done */
+  bool in_cycle;
+} node_t;
+
+/* One consistent read of t's edge: its sequence number and the lock it waits for. */
+static void read_edge(vmt_thread_t *t, bool include_syncs, uint32_t *seq,
+                      struct vmt__lock **lock) {
+  for (unsigned attempt = 1;; attempt++) {
+    if (attempt % 64 == 0) sched_yield();   /* the writer was preempted mid-write */
+    uint32_t s1 = atomic_load_explicit(&t->sync.seq, memory_order_acquire);
+    if (s1 & 1) continue;
+    struct vmt__lock *l =
+        (struct vmt__lock *)atomic_load_explicit(&t->sync.blocked_on, memory_order_relaxed);
+    if (l == NULL && include_syncs)
+      l = (struct vmt__lock *)atomic_load_explicit(&t->sync.parked_on, memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&t->sync.seq, memory_order_relaxed) != s1) continue;
+    *seq = s1;
+    *lock = l;
+    return;
+  }
+}
+
+/* True if t's sequence is still seq and lock is on its held list. */
+static bool still_holds(vmt_thread_t *t, uint32_t seq, struct vmt__lock *lock) {
+  if (atomic_load_explicit(&t->sync.seq, memory_order_acquire) != seq) return false;
+  bool found = false;
+  unsigned steps = 0;
+  for (struct vmt__lock *h = atomic_load_explicit(&t->sync.held_head, memory_order_relaxed);
+       h != NULL && steps < (1u << 20);   /* longer: a torn read through a recycled slot */
+       h = atomic_load_explicit(&h->held_next, memory_order_relaxed), steps++)
+    if (h == lock) {
+      found = true;
+      break;
+    }
+  atomic_thread_fence(memory_order_acquire);
+  return found && atomic_load_explicit(&t->sync.seq, memory_order_relaxed) == seq;
+}
+
+/* Owner tokens are record addresses: a sorted (address, index) table maps them in O(log n). */
+typedef struct addr_index {
+  uintptr_t addr;
+  size_t index;
+} addr_index_t;
+
+static int cmp_addr(const void *a, const void *b) {
+  uintptr_t x = ((const addr_index_t *)a)->addr, y = ((const addr_index_t *)b)->addr;
+  return (x > y) - (x < y);
+}
+
+static ssize_t index_of(const addr_index_t *table, size_t n, uintptr_t token) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (table[mid].addr < token) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < n && table[lo].addr == token ? (ssize_t)table[lo].index : -1;
+}
+
+static int cmp_id(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+int vmt__find_deadlocks(bool include_syncs, int64_t **ids, size_t *count) {
+  if (ids == NULL || count == NULL) return -EINVAL;
+  *ids = NULL;
+  *count = 0;
+  const vmt__snapshot_t *snap = vmt__registry_acquire();
+  if (snap == NULL) return -ENOMEM;
+  size_t n = snap->count;
+  if (n == 0) {
+    vmt__registry_release(snap);
+    return 0;
+  }
+  node_t *nodes = vmt__fault_hit(VMT__FAULT_ALLOC) ? NULL : calloc(n, sizeof(*nodes));
+  addr_index_t *table = vmt__fault_hit(VMT__FAULT_ALLOC) ? NULL : malloc(n * sizeof(*table));
+  if (nodes == NULL || table == NULL) {
+    free(nodes);
+    free(table);
+    vmt__registry_release(snap);
+    return -ENOMEM;
+  }
+  for (size_t i = 0; i < n; i++) table[i] = (addr_index_t){(uintptr_t)snap->threads[i], i};
+  qsort(table, n, sizeof(*table), cmp_addr);
+
+  for (size_t i = 0; i < n; i++) {
+    read_edge(snap->threads[i], include_syncs, &nodes[i].seq, &nodes[i].lock);
+    nodes[i].next = -1;
+    if (nodes[i].lock != NULL) {
+      uintptr_t owner = atomic_load_explicit(&nodes[i].lock->owner, memory_order_relaxed);
+      if (owner != 0) nodes[i].next = index_of(table, n, owner);
+    }
+  }
+
+  /* Colour walk: a path that runs into a node on the current path closed a cycle. */
+  size_t found = 0;
+  for (size_t i = 0; i < n; i++) {
+    ssize_t v = (ssize_t)i;
+    while (v >= 0 && nodes[v].colour == 0) {
+      nodes[v].colour = 1;
+      v = nodes[v].next;
+    }
+    if (v >= 0 && nodes[v].colour == 1) {
+      /* v is on a cycle that this walk closed: verify it, then mark its members. */
+      bool real = true;
+      ssize_t u = v;
+      do {
+        ssize_t w = nodes[u].next;
+        uint32_t seq;
+        struct vmt__lock *lock;
+        read_edge(snap->threads[u], include_syncs, &seq, &lock);
+        if (seq != nodes[u].seq || lock != nodes[u].lock ||
+            !still_holds(snap->threads[w], nodes[w].seq, nodes[u].lock))
+          real = false;
+        u = w;
+      } while (u != v);
+      if (real) {
+        u = v;
+        do {
+          nodes[u].in_cycle = true;
+          found++;
+          u = nodes[u].next;
+        } while (u != v);
+      }
+    }
+    for (v = (ssize_t)i; v >= 0 && nodes[v].colour == 1; v = nodes[v].next) nodes[v].colour = 2;
+  }
+
+  int rc = 0;
+  if (found > 0) {
+    int64_t *out = vmt__fault_hit(VMT__FAULT_ALLOC) ? NULL : malloc(found * sizeof(*out));
+    if (out == NULL) {
+      rc = -ENOMEM;
+    } else {
+      size_t k = 0;
+      for (size_t i = 0; i < n; i++)
+        if (nodes[i].in_cycle && vmt__thread_is_listed(snap->threads[i]))
+          out[k++] = snap->threads[i]->id;
+      qsort(out, k, sizeof(*out), cmp_id);
+      if (k == 0) {
+        free(out);
+        out = NULL;
+      }
+      *ids = out;
+      *count = k;
+    }
+  }
+  free(nodes);
+  free(table);
+  vmt__registry_release(snap);
+  return rc;
+}

@@ -1,0 +1,110 @@
+/*
+ * runtime/episode.c: what a thread records when it blocks (runtime/lock.h, "blocking
+ * episodes"): its state (BLOCKED, WAITING, TIMED_WAITING, then RUNNABLE), what it blocks on,
+ * the blocked and waited counts (always), and the time spent (only while contention monitoring
+ * is enabled). Called on slow paths only; the uncontended enter never gets here.
+ *
+ * Java's definitions (java.lang.management.ThreadInfo): the blocked count is the number of
+ * times a thread blocked to enter or re-enter a monitor; the waited count the number of times
+ * it waited for notification (Object.wait, LockSupport.park, Thread.sleep, which HotSpot counts
+ * alike). An episode that straddles a change of the contention-monitoring setting adds no time:
+ * its start belongs to another epoch (HotSpot instead keeps a partial interval; either is
+ * within the specification, which only promises times since monitoring was enabled).
+ */
+#include "runtime/lock.h"
+
+static inline void bump(_Atomic uint64_t *counter) {
+  atomic_store_explicit(counter, atomic_load_explicit(counter, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
+}
+
+void vmt__episode_begin(vmt_thread_t *t, vmt__episode_t *ep, vmt__episode_kind_t kind,
+                        struct vmt__lock *l, bool timed) {
+  ep->kind = kind;
+  ep->epoch = vmt__contention_current_epoch();
+  ep->start_ns = ep->epoch ? vmt_os_elapsed_nanos() : 0;
+  if (t == NULL) return;
+  int state = timed ? VMT_THREAD_TIMED_WAITING : VMT_THREAD_WAITING;
+  uint32_t s = vmt__seq_begin(&t->sync.seq);
+  switch (kind) {
+    case VMT__EP_ENTER:
+      atomic_store_explicit(&t->sync.blocked_on, (struct vmt_monitor *)l, memory_order_relaxed);
+      bump(&t->sync.blocked_count);
+      state = VMT_THREAD_BLOCKED;
+      break;
+    case VMT__EP_WAIT:
+      atomic_store_explicit(&t->sync.waiting_on, (struct vmt_monitor *)l, memory_order_relaxed);
+      bump(&t->sync.waited_count);
+      break;
+    case VMT__EP_SYNC:
+      atomic_store_explicit(&t->sync.parked_on, (struct vmt_sync *)l, memory_order_relaxed);
+      bump(&t->sync.waited_count);
+      break;
+    case VMT__EP_PARK:
+      bump(&t->sync.waited_count);
+      break;
+    case VMT__EP_SLEEP:
+      bump(&t->sync.waited_count);
+      state = VMT_THREAD_TIMED_WAITING;
+      break;
+  }
+  atomic_store_explicit(&t->state, state, memory_order_relaxed);
+  vmt__seq_end(&t->sync.seq, s);
+}
+
+int64_t vmt__episode_end(vmt_thread_t *t, vmt__episode_t *ep, struct vmt__lock *l,
+                         struct vmt__lock *push) {
+  int64_t d = 0;
+  if (ep->epoch != 0) {
+    d = vmt_os_elapsed_nanos() - ep->start_ns;
+    if (d < 0) d = 0;
+  }
+  bool keep_time = ep->epoch != 0 && ep->epoch == vmt__contention_current_epoch();
+  if (keep_time && ep->kind == VMT__EP_ENTER && l != NULL) {
+    pthread_mutex_lock(&l->stats_lock);
+    if (l->times_epoch != ep->epoch) {
+      l->blocked_ns = 0;
+      l->times_epoch = ep->epoch;
+    }
+    l->blocked_ns += d;
+    pthread_mutex_unlock(&l->stats_lock);
+  }
+  if (t == NULL) {
+    if (push != NULL) vmt__held_push(NULL, push);
+    return d;
+  }
+  uint32_t s = vmt__seq_begin(&t->sync.seq);
+  switch (ep->kind) {
+    case VMT__EP_ENTER:
+      atomic_store_explicit(&t->sync.blocked_on, NULL, memory_order_relaxed);
+      break;
+    case VMT__EP_WAIT:
+      atomic_store_explicit(&t->sync.waiting_on, NULL, memory_order_relaxed);
+      break;
+    case VMT__EP_SYNC:
+      atomic_store_explicit(&t->sync.parked_on, NULL, memory_order_relaxed);
+      break;
+    case VMT__EP_PARK:
+    case VMT__EP_SLEEP:
+      break;
+  }
+  if (keep_time) {
+    if (atomic_load_explicit(&t->sync.times_epoch, memory_order_relaxed) != ep->epoch) {
+      atomic_store_explicit(&t->sync.blocked_ns, 0, memory_order_relaxed);
+      atomic_store_explicit(&t->sync.waited_ns, 0, memory_order_relaxed);
+      atomic_store_explicit(&t->sync.times_epoch, ep->epoch, memory_order_relaxed);
+    }
+    _Atomic int64_t *acc = ep->kind == VMT__EP_ENTER ? &t->sync.blocked_ns : &t->sync.waited_ns;
+    atomic_store_explicit(acc, atomic_load_explicit(acc, memory_order_relaxed) + d,
+                          memory_order_relaxed);
+  }
+  if (push != NULL) {
+    atomic_store_explicit(&push->held_next,
+                          atomic_load_explicit(&t->sync.held_head, memory_order_relaxed),
+                          memory_order_relaxed);
+    atomic_store_explicit(&t->sync.held_head, push, memory_order_relaxed);
+  }
+  atomic_store_explicit(&t->state, VMT_THREAD_RUNNABLE, memory_order_relaxed);
+  vmt__seq_end(&t->sync.seq, s);
+  return d;
+}

@@ -1,0 +1,216 @@
+/*
+ * runtime/lock.c: the parts of runtime/lock.h that are not inline: the type-stable slot pool,
+ * identities and display names, the contended acquire, out-of-order held-list removal.
+ *
+ * Slots are carved from chunks of VMT__POOL_CHUNK and never given back to malloc: a management
+ * reader or a late FUTEX_WAKE may still touch a slot after its lock was destroyed, and must
+ * find lock-shaped memory there (see DESIGN in lock.h). The chunks stay reachable from
+ * pool_chunks, so leak checkers see no leak.
+ */
+#include "runtime/lock.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define VMT__POOL_CHUNK 64
+
+/* Spins before sleeping: a hand-off between two running threads takes about 100-200 ns,
+ * shorter than a FUTEX_WAIT/FUTEX_WAKE pair (two syscalls and a context switch, several us). */
+#define VMT__SPIN_ITERATIONS 100
+
+_Thread_local vmt__anchor_t vmt__anchor;
+
+typedef struct pool_chunk {
+  struct pool_chunk *next;
+  struct vmt__lock slots[VMT__POOL_CHUNK];
+} pool_chunk_t;
+
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static pool_chunk_t *pool_chunks;
+static struct vmt__lock *pool_free;
+static _Atomic uint32_t identity_counter;
+
+static int pool_take(struct vmt__lock **out) {
+  pthread_mutex_lock(&pool_lock);
+  if (pool_free == NULL) {
+    pool_chunk_t *c = vmt__fault_hit(VMT__FAULT_ALLOC) ? NULL : aligned_alloc(64, sizeof(*c));
+    if (c == NULL) {
+      pthread_mutex_unlock(&pool_lock);
+      return -ENOMEM;
+    }
+    memset(c, 0, sizeof(*c));
+    for (int i = VMT__POOL_CHUNK - 1; i >= 0; i--) {
+      pthread_mutex_init(&c->slots[i].stats_lock, NULL);
+      c->slots[i].free_next = pool_free;
+      pool_free = &c->slots[i];
+    }
+    c->next = pool_chunks;
+    pool_chunks = c;
+  }
+  struct vmt__lock *l = pool_free;
+  pool_free = l->free_next;
+  pthread_mutex_unlock(&pool_lock);
+  *out = l;
+  return 0;
+}
+
+static void pool_give(struct vmt__lock *l) {
+  pthread_mutex_lock(&pool_lock);
+  l->free_next = pool_free;
+  pool_free = l;
+  pthread_mutex_unlock(&pool_lock);
+}
+
+/* Java shows identityHashCode in hex; ours must be unique and look like one. Multiplying by an
+ * odd constant modulo 2^31 is a bijection on 31-bit values, so identities repeat only after
+ * 2^31 creations; 0 is skipped so that "no identity" stays distinguishable. */
+static int32_t next_identity(void) {
+  for (;;) {
+    uint32_t c = atomic_fetch_add_explicit(&identity_counter, 1, memory_order_relaxed) + 1;
+    uint32_t id = (c * 0x2545F491u) & 0x7fffffffu;
+    if (id != 0) return (int32_t)id;
+  }
+}
+
+int vmt__lock_create(struct vmt__lock **out, uint32_t magic, const char *name,
+                     const char *default_name) {
+  if (out == NULL) return -EINVAL;
+  if (name == NULL) name = default_name;
+  size_t n = strlen(name);
+  if (n > VMT_MONITOR_NAME_MAX) return -EINVAL;
+  struct vmt__lock *l;
+  int rc = pool_take(&l);
+  if (rc != 0) return rc;
+
+  /* Owner-side fields: nobody else may look at them before the slot is published. */
+  l->recursions = 0;
+  l->wait_head = l->wait_tail = NULL;
+  pthread_mutex_lock(&l->stats_lock);
+  l->blocked_ns = 0;
+  l->times_epoch = 0;
+  pthread_mutex_unlock(&l->stats_lock);
+
+  /* Reader-visible fields: release stores, so a reader that sees any of them and then re-checks
+   * its sequence lock sees everything that came before this slot's recycling. */
+  uint64_t words[VMT__LOCK_NAME_WORDS] = {0};
+  memcpy(words, name, n);
+  for (int i = 0; i < VMT__LOCK_NAME_WORDS; i++)
+    atomic_store_explicit(&l->name[i], words[i], memory_order_release);
+  atomic_store_explicit(&l->identity, next_identity(), memory_order_release);
+  atomic_store_explicit(&l->enters, 0, memory_order_relaxed);
+  atomic_store_explicit(&l->contended_enters, 0, memory_order_relaxed);
+  atomic_store_explicit(&l->waits, 0, memory_order_relaxed);
+  atomic_store_explicit(&l->entry_waiters, 0, memory_order_relaxed);
+  atomic_store_explicit(&l->wait_waiters, 0, memory_order_relaxed);
+  atomic_store_explicit(&l->held_next, NULL, memory_order_relaxed);
+  atomic_store_explicit(&l->owner, 0, memory_order_relaxed);
+  atomic_store_explicit(&l->state, VMT__LOCK_FREE, memory_order_relaxed);
+  atomic_store_explicit(&l->magic, magic, memory_order_release);
+  *out = l;
+  return 0;
+}
+
+int vmt__lock_destroy(struct vmt__lock *l, uint32_t magic) {
+  if (l == NULL || atomic_load_explicit(&l->magic, memory_order_acquire) != magic)
+    return -EINVAL;
+  if (atomic_load_explicit(&l->state, memory_order_acquire) != VMT__LOCK_FREE ||
+      atomic_load_explicit(&l->entry_waiters, memory_order_acquire) != 0 ||
+      atomic_load_explicit(&l->wait_waiters, memory_order_acquire) != 0)
+    return -EBUSY;
+  /* Two racing destroys: one wins the exchange, the other sees a dead slot. */
+  uint32_t expected = magic;
+  if (!atomic_compare_exchange_strong_explicit(&l->magic, &expected, 0, memory_order_acq_rel,
+                                               memory_order_relaxed))
+    return -EINVAL;
+  pool_give(l);
+  return 0;
+}
+
+static void copy_name(const struct vmt__lock *l, char *buf) {
+  uint64_t words[VMT__LOCK_NAME_WORDS];
+  for (int i = 0; i < VMT__LOCK_NAME_WORDS; i++)
+    words[i] = atomic_load_explicit(&((struct vmt__lock *)l)->name[i], memory_order_relaxed);
+  memcpy(buf, words, sizeof(words));
+  buf[VMT_MONITOR_NAME_MAX] = '\0';   /* a torn read of a recycled slot stays a C string */
+}
+
+int vmt__lock_describe(const struct vmt__lock *l, char *buf, size_t len) {
+  char name[VMT__LOCK_NAME_WORDS * 8];
+  copy_name(l, name);
+  int32_t id = atomic_load_explicit(&((struct vmt__lock *)l)->identity, memory_order_relaxed);
+  int n = snprintf(buf, len, "%s@%x", name, (unsigned)id);
+  return n < 0 ? -EINVAL : n;
+}
+
+void vmt__lock_fill_desc(const struct vmt__lock *l, vmt__lock_desc_t *d) {
+  bool is_sync =
+      atomic_load_explicit(&((struct vmt__lock *)l)->magic, memory_order_relaxed) ==
+      VMT__LOCK_MAGIC_SYNC;
+  snprintf(d->class_name, sizeof(d->class_name), "%s",
+           is_sync ? "vmt.Synchronizer" : "vmt.Monitor");
+  vmt__lock_describe(l, d->name, sizeof(d->name));
+  d->identity = atomic_load_explicit(&((struct vmt__lock *)l)->identity, memory_order_relaxed);
+  d->is_sync = is_sync;
+  d->depth = -1;
+}
+
+static bool held_unlink(_Atomic uint32_t *seq, _Atomic(struct vmt__lock *) *head,
+                        struct vmt__lock *l) {
+  _Atomic(struct vmt__lock *) *link = head;
+  for (struct vmt__lock *p = atomic_load_explicit(link, memory_order_relaxed); p != NULL;
+       p = atomic_load_explicit(link, memory_order_relaxed)) {
+    if (p == l) {
+      uint32_t s = vmt__seq_begin(seq);
+      atomic_store_explicit(link, atomic_load_explicit(&l->held_next, memory_order_relaxed),
+                            memory_order_relaxed);
+      vmt__seq_end(seq, s);
+      return true;
+    }
+    link = &p->held_next;
+  }
+  return false;
+}
+
+void vmt__held_remove_slow(vmt_thread_t *t, struct vmt__lock *l) {
+  if (held_unlink(vmt__held_seq(t), vmt__held_head(t), l)) return;
+  /* Taken under the other identity (before an attach, or while attached). */
+  if (t != NULL) held_unlink(&vmt__anchor.seq, &vmt__anchor.held_head, l);
+}
+
+int vmt__lock_acquire_contended(struct vmt__lock *l, int64_t deadline_ns) {
+  for (int i = 0; i < VMT__SPIN_ITERATIONS; i++) {
+    if (atomic_load_explicit(&l->state, memory_order_relaxed) == VMT__LOCK_FREE &&
+        vmt__lock_try_acquire(l))
+      return 0;
+    vmt__cpu_relax();
+  }
+  /* From here the word says CONTENDED whenever we may sleep, so the owner's exit wakes us. We
+   * acquire with CONTENDED too: another sleeper may remain (mutex2 in Drepper's paper). */
+  while (atomic_exchange_explicit(&l->state, VMT__LOCK_CONTENDED, memory_order_acquire) !=
+         VMT__LOCK_FREE) {
+    if (deadline_ns != VMT_OS_NO_DEADLINE && vmt_os_java_time_nanos() >= deadline_ns)
+      return -ETIMEDOUT;
+    vmt_os_futex_wait(&l->state, VMT__LOCK_CONTENDED, deadline_ns);   /* any result: re-check */
+  }
+  return 0;
+}
+
+int64_t vmt__deadline_after(int64_t timeout_ns) {
+  if (timeout_ns <= 0) return VMT_OS_NO_DEADLINE;
+  int64_t now = vmt_os_java_time_nanos();
+  if (timeout_ns >= VMT_OS_NO_DEADLINE - now) return VMT_OS_NO_DEADLINE;
+  return now + timeout_ns;
+}
+
+int64_t vmt__token_owner_id(const vmt__snapshot_t *snap, uintptr_t token) {
+  if (snap == NULL || token == 0) return 0;
+  /* Compare addresses only: the token may name a thread that has gone. A record still in the
+   * snapshot but already removed (tombstoned) is not found by id: its thread has left. */
+  for (size_t i = 0; i < snap->count; i++) {
+    vmt_thread_t *t = snap->threads[i];
+    if ((uintptr_t)t == token) return vmt__snapshot_find(snap, t->id) == t ? t->id : 0;
+  }
+  return 0;
+}

@@ -1,0 +1,221 @@
+/*
+ * runtime/lock.h: what monitors (monitor.c, monitor_wait.c) and synchronizers (sync.c) share:
+ * the lock slot, the owner token, the per-thread held list, blocking episodes (thread state and
+ * statistics), and the slot pool. Hidden.
+ *
+ * DESIGN
+ * - Lock word: a 32-bit futex word, 0 free, 1 locked, 2 locked and maybe contended (Drepper,
+ *   "Futexes Are Tricky", mutex2). Uncontended enter is one CAS 0->1, exit one exchange to 0;
+ *   only an exchange that returns 2 makes a FUTEX_WAKE. Next to it the owner token: the owner's
+ *   vmt_thread_t *, or for a thread without record the address of a thread-local anchor.
+ * - Held list: each thread keeps the locks it holds as an intrusive singly linked list through
+ *   the lock slots (held_next), innermost first; no allocation, no capacity limit. Releases are
+ *   LIFO in practice (Java monitors are block structured), so popping is O(1); an out-of-order
+ *   release walks the list.
+ * - Readers on other threads (management, deadlock detection) copy a thread's lock state under
+ *   the thread's sequence lock (t->sync.seq; the owner writes, readers retry). The owner never
+ *   waits for a reader. On x86-64 the writer's side is three plain stores and no fence.
+ * - Type-stable memory: lock slots come from chunks that are never returned to malloc. A reader
+ *   that races with a destroy reads a recycled slot, never freed memory; every field a reader
+ *   touches is atomic, and its sequence lock tells it to retry. A late FUTEX_WAKE on a recycled
+ *   slot is a spurious wake-up, which every waiter absorbs.
+ * - Everything else (thread state, counts, times, per-lock statistics) is written on the slow
+ *   path only: the uncontended path records ownership, the enter count and the held list.
+ */
+#ifndef VMT_RUNTIME_LOCK_H
+#define VMT_RUNTIME_LOCK_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "runtime/internal.h"
+
+#define VMT__LOCK_MAGIC_MONITOR 0x766d6d6fu   /* "vmmo" */
+#define VMT__LOCK_MAGIC_SYNC 0x766d7379u      /* "vmsy" */
+#define VMT__LOCK_NAME_WORDS ((VMT_MONITOR_NAME_MAX + 1 + 7) / 8)
+
+/* Lock word values. */
+#define VMT__LOCK_FREE 0u
+#define VMT__LOCK_LOCKED 1u
+#define VMT__LOCK_CONTENDED 2u
+
+/* A thread in vmt_monitor_wait: lives on the waiter's stack; linked and unlinked only by the
+ * monitor's owner, so the wait set needs no lock of its own. */
+typedef struct vmt__wait_node {
+  struct vmt__wait_node *next;
+  _Atomic uint32_t notified;   /* futex word: 1 once notify picked this node */
+} vmt__wait_node_t;
+
+struct vmt__lock {
+  /* Hot: the uncontended path touches only this cache line. */
+  _Atomic uint32_t state;                   /* VMT__LOCK_FREE / LOCKED / CONTENDED */
+  _Atomic uint32_t magic;                   /* VMT__LOCK_MAGIC_*, 0 in a free slot */
+  _Atomic uintptr_t owner;                  /* owner token, 0 when free */
+  uint32_t recursions;                      /* owner only: enters beyond the first */
+  _Atomic uint64_t enters;                  /* owner only writes (load + store, no RMW) */
+  _Atomic(struct vmt__lock *) held_next;    /* next outer lock in the owner's held list */
+  /* Slow path. */
+  _Atomic uint64_t contended_enters;
+  _Atomic uint64_t waits;
+  _Atomic uint32_t entry_waiters;
+  _Atomic uint32_t wait_waiters;
+  vmt__wait_node_t *wait_head;              /* owner only: FIFO wait set */
+  vmt__wait_node_t *wait_tail;
+  pthread_mutex_t stats_lock;               /* blocked_ns and its epoch */
+  int64_t blocked_ns;
+  uint64_t times_epoch;
+  /* Identity: written at create, read by anyone (atomics: a slot may be recycled under a
+   * racing reader, whose sequence lock then makes it retry). */
+  _Atomic int32_t identity;
+  _Atomic uint64_t name[VMT__LOCK_NAME_WORDS];
+  struct vmt__lock *free_next;              /* pool only, under the pool lock */
+} __attribute__((aligned(64)));
+
+struct vmt_monitor {
+  struct vmt__lock lock;
+};
+struct vmt_sync {
+  struct vmt__lock lock;
+};
+
+/* ---- Pool (lock.c) -------------------------------------------------------------------- */
+/* A fresh slot with magic set, named and identified; -ENOMEM. */
+int vmt__lock_create(struct vmt__lock **out, uint32_t magic, const char *name,
+                     const char *default_name);
+/* -EINVAL unless l carries magic, -EBUSY while owned or waited on; else frees the slot. */
+int vmt__lock_destroy(struct vmt__lock *l, uint32_t magic);
+/* "name@hexid" into buf (always terminated when len > 0); the length it needs. */
+int vmt__lock_describe(const struct vmt__lock *l, char *buf, size_t len);
+/* Copies class, display name and identity into a descriptor. Racing readers welcome. */
+void vmt__lock_fill_desc(const struct vmt__lock *l, vmt__lock_desc_t *d);
+
+/* ---- Owner token ---------------------------------------------------------------------- */
+typedef struct vmt__anchor {
+  _Atomic uint32_t seq;
+  _Atomic(struct vmt__lock *) held_head;
+} vmt__anchor_t;
+extern _Thread_local vmt__anchor_t vmt__anchor;
+
+static inline uintptr_t vmt__token(vmt_thread_t *t) {
+  return t ? (uintptr_t)t : (uintptr_t)&vmt__anchor;
+}
+static inline _Atomic uint32_t *vmt__held_seq(vmt_thread_t *t) {
+  return t ? &t->sync.seq : &vmt__anchor.seq;
+}
+static inline _Atomic(struct vmt__lock *) *vmt__held_head(vmt_thread_t *t) {
+  return t ? &t->sync.held_head : &vmt__anchor.held_head;
+}
+/* True if tok is the calling thread under either identity (it may have attached or detached
+ * since it took the lock). */
+static inline bool vmt__token_is_self(uintptr_t tok, vmt_thread_t *t) {
+  return tok != 0 && (tok == (uintptr_t)&vmt__anchor || (t && tok == (uintptr_t)t));
+}
+
+/* ---- Sequence lock writer (the owning thread only) ------------------------------------ *
+ * Boehm's writer: odd store, release fence, data stores, even store with release. Readers:
+ * acquire load, relaxed copies, acquire fence, relaxed re-load ("Can Seqlocks Get Along with
+ * Programming Language Memory Models?", MSPC 2012). */
+static inline uint32_t vmt__seq_begin(_Atomic uint32_t *seq) {
+  uint32_t s = atomic_load_explicit(seq, memory_order_relaxed);
+  atomic_store_explicit(seq, s + 1, memory_order_relaxed);
+  atomic_thread_fence(memory_order_release);
+  return s;
+}
+static inline void vmt__seq_end(_Atomic uint32_t *seq, uint32_t s) {
+  atomic_store_explicit(seq, s + 2, memory_order_release);
+}
+
+/* ---- Held list ------------------------------------------------------------------------ */
+static inline void vmt__held_push(vmt_thread_t *t, struct vmt__lock *l) {
+  _Atomic uint32_t *seq = vmt__held_seq(t);
+  _Atomic(struct vmt__lock *) *head = vmt__held_head(t);
+  uint32_t s = vmt__seq_begin(seq);
+  atomic_store_explicit(&l->held_next, atomic_load_explicit(head, memory_order_relaxed),
+                        memory_order_relaxed);
+  atomic_store_explicit(head, l, memory_order_relaxed);
+  vmt__seq_end(seq, s);
+}
+/* Removes l from the caller's held list wherever it is (either identity). */
+void vmt__held_remove_slow(vmt_thread_t *t, struct vmt__lock *l);
+static inline void vmt__held_pop(vmt_thread_t *t, struct vmt__lock *l) {
+  _Atomic(struct vmt__lock *) *head = vmt__held_head(t);
+  if (__builtin_expect(atomic_load_explicit(head, memory_order_relaxed) != l, 0)) {
+    vmt__held_remove_slow(t, l);
+    return;
+  }
+  _Atomic uint32_t *seq = vmt__held_seq(t);
+  uint32_t s = vmt__seq_begin(seq);
+  atomic_store_explicit(head, atomic_load_explicit(&l->held_next, memory_order_relaxed),
+                        memory_order_relaxed);
+  vmt__seq_end(seq, s);
+}
+
+static inline void vmt__cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+/* ---- Lock word ------------------------------------------------------------------------ */
+static inline bool vmt__lock_try_acquire(struct vmt__lock *l) {
+  uint32_t expected = VMT__LOCK_FREE;
+  return atomic_compare_exchange_strong_explicit(&l->state, &expected, VMT__LOCK_LOCKED,
+                                                 memory_order_acquire, memory_order_relaxed);
+}
+/* Acquires after a failed try; 0, or -ETIMEDOUT once deadline (CLOCK_MONOTONIC ns, or
+ * VMT_OS_NO_DEADLINE) has passed. */
+int vmt__lock_acquire_contended(struct vmt__lock *l, int64_t deadline_ns);
+static inline void vmt__lock_release(struct vmt__lock *l) {
+  atomic_store_explicit(&l->owner, 0, memory_order_relaxed);
+  if (atomic_exchange_explicit(&l->state, VMT__LOCK_FREE, memory_order_release) ==
+      VMT__LOCK_CONTENDED)
+    vmt_os_futex_wake(&l->state, 1);
+}
+/* The owner bumps its own counter: no read-modify-write needed. */
+static inline void vmt__lock_count_enter(struct vmt__lock *l) {
+  atomic_store_explicit(&l->enters, atomic_load_explicit(&l->enters, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
+}
+
+/* ---- Blocking episodes: thread state, counts, times (episode.c) ----------------------- */
+typedef enum vmt__episode_kind {
+  VMT__EP_ENTER = 0,   /* contended monitor enter or re-enter: BLOCKED, blocked count */
+  VMT__EP_WAIT,        /* vmt_monitor_wait: WAITING / TIMED_WAITING, waited count */
+  VMT__EP_SYNC,        /* waiting for a synchronizer: WAITING / TIMED_WAITING, waited count */
+  VMT__EP_PARK,        /* vmt_park */
+  VMT__EP_SLEEP,       /* vmt_sleep_ns */
+} vmt__episode_kind_t;
+
+typedef struct vmt__episode {
+  vmt__episode_kind_t kind;
+  uint64_t epoch;      /* contention-monitoring epoch at the start; 0 if it was off */
+  int64_t start_ns;    /* vmt_os_elapsed_nanos() at the start, when timed */
+} vmt__episode_t;
+
+/* Publishes the state change (t may be NULL: then only the timer starts). */
+void vmt__episode_begin(vmt_thread_t *t, vmt__episode_t *ep, vmt__episode_kind_t kind,
+                        struct vmt__lock *l, bool timed);
+/* Back to RUNNABLE; adds the time to t (and, for an enter, to l's blocked time); when push is
+ * not NULL, pushes it on t's held list in the same write. Returns the elapsed ns (0 untimed). */
+int64_t vmt__episode_end(vmt_thread_t *t, vmt__episode_t *ep, struct vmt__lock *l,
+                         struct vmt__lock *push);
+
+/* ---- Contention monitoring (contention.c) --------------------------------------------- *
+ * One word: odd = enabled. Each enable starts a new epoch; times recorded under an older
+ * epoch read as zero (Java: enabling resets every thread's times). */
+extern _Atomic uint64_t vmt__contention_epoch;
+static inline uint64_t vmt__contention_current_epoch(void) {
+  uint64_t e = atomic_load_explicit(&vmt__contention_epoch, memory_order_acquire);
+  return (e & 1) ? e : 0;
+}
+
+/* A deadline from a relative timeout, saturating; VMT_OS_NO_DEADLINE for timeout <= 0. */
+int64_t vmt__deadline_after(int64_t timeout_ns);
+
+/* Maps an owner token to a thread id using snap (0 when it is no listed runtime thread). */
+int64_t vmt__token_owner_id(const vmt__snapshot_t *snap, uintptr_t token);
+
+#endif /* VMT_RUNTIME_LOCK_H */

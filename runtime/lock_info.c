@@ -1,0 +1,111 @@
+/*
+ * runtime/lock_info.c: vmt__thread_lock_info, the management module's view of another
+ * thread's locks: its state, what it is blocked or waiting on and who owns that, its counts and
+ * times, and (optionally) the monitors and synchronizers it holds.
+ *
+ * The copy is taken under the thread's sequence lock (runtime/lock.h, DESIGN): read the
+ * sequence, copy, re-read; retry if the thread wrote in between. A validated copy is a state
+ * the thread really was in: every lock in it was held (or waited for) by the thread for the
+ * whole copy, so none of them can have been destroyed meanwhile, and the lock slots are
+ * type-stable memory anyway. The thread is never stopped nor made to wait.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/lock.h"
+
+/* A writer holds the sequence odd for a few stores; past this many tries it was preempted
+ * mid-write, so give the CPU away instead of spinning against it. */
+#define SPINS_BEFORE_YIELD 64
+/* A held list longer than this is a torn read (a recycled slot's link), not a real one. */
+#define HELD_WALK_LIMIT (1u << 20)
+
+static int64_t times_or_disabled(const vmt_thread_t *t, _Atomic int64_t *value,
+                                 uint64_t epoch) {
+  if (epoch == 0) return -1;
+  if (atomic_load_explicit(&((vmt_thread_t *)t)->sync.times_epoch, memory_order_relaxed) != epoch)
+    return 0;
+  return atomic_load_explicit(value, memory_order_relaxed);
+}
+
+int vmt__thread_lock_info(struct vmt_thread *t, bool want_held, vmt__thread_lock_info_t *out) {
+  if (t == NULL || out == NULL) return -EINVAL;
+  memset(out, 0, sizeof(*out));
+  vmt__lock_desc_t *held = NULL;
+  size_t cap = 0;
+  uintptr_t owner_token = 0;
+  vmt__thread_lock_info_t copy;
+
+  for (unsigned attempt = 1;; attempt++) {
+    if (attempt % SPINS_BEFORE_YIELD == 0) sched_yield();
+    uint32_t s1 = atomic_load_explicit(&t->sync.seq, memory_order_acquire);
+    if (s1 & 1) continue;
+    memset(&copy, 0, sizeof(copy));
+    copy.state = atomic_load_explicit(&t->state, memory_order_relaxed);
+    struct vmt__lock *l = (struct vmt__lock *)atomic_load_explicit(&t->sync.blocked_on,
+                                                                   memory_order_relaxed);
+    if (l == NULL)
+      l = (struct vmt__lock *)atomic_load_explicit(&t->sync.waiting_on, memory_order_relaxed);
+    if (l == NULL)
+      l = (struct vmt__lock *)atomic_load_explicit(&t->sync.parked_on, memory_order_relaxed);
+    owner_token = 0;
+    if (l != NULL) {
+      copy.has_lock = true;
+      vmt__lock_fill_desc(l, &copy.lock);
+      owner_token = atomic_load_explicit(&l->owner, memory_order_relaxed);
+    }
+    copy.blocked_count = atomic_load_explicit(&t->sync.blocked_count, memory_order_relaxed);
+    copy.waited_count = atomic_load_explicit(&t->sync.waited_count, memory_order_relaxed);
+    uint64_t epoch = vmt__contention_current_epoch();
+    copy.blocked_ns = times_or_disabled(t, &t->sync.blocked_ns, epoch);
+    copy.waited_ns = times_or_disabled(t, &t->sync.waited_ns, epoch);
+    size_t n = 0;
+    bool torn = false;
+    if (want_held) {
+      for (struct vmt__lock *h = atomic_load_explicit(&t->sync.held_head, memory_order_relaxed);
+           h != NULL; h = atomic_load_explicit(&h->held_next, memory_order_relaxed)) {
+        if (n < cap) vmt__lock_fill_desc(h, &held[n]);
+        if (++n >= HELD_WALK_LIMIT) {
+          torn = true;
+          break;
+        }
+      }
+    }
+    atomic_thread_fence(memory_order_acquire);
+    if (torn || atomic_load_explicit(&t->sync.seq, memory_order_relaxed) != s1) continue;
+    if (n > cap) {
+      /* Grow outside the read and copy again: allocation never happens under the lock. */
+      vmt__lock_desc_t *bigger = vmt__fault_hit(VMT__FAULT_ALLOC)
+                                     ? NULL
+                                     : realloc(held, (n + 4) * sizeof(*held));
+      if (bigger == NULL) {
+        free(held);
+        return -ENOMEM;
+      }
+      held = bigger;
+      cap = n + 4;
+      continue;
+    }
+    copy.held_count = n;
+    break;
+  }
+
+  /* Depth counts from the outermost lock, the list runs innermost first. */
+  for (size_t i = 0; i < copy.held_count; i++) held[i].depth = (int32_t)(copy.held_count - 1 - i);
+  if (copy.held_count == 0) {
+    free(held);
+    held = NULL;
+  }
+  copy.held = held;
+  copy.lock_owner_id = -1;
+  if (owner_token != 0) {
+    const vmt__snapshot_t *snap = vmt__registry_acquire();
+    int64_t id = vmt__token_owner_id(snap, owner_token);
+    if (snap != NULL) vmt__registry_release(snap);
+    if (id > 0) copy.lock_owner_id = id;
+  }
+  *out = copy;
+  return 0;
+}

@@ -1,0 +1,130 @@
+/*
+ * runtime/monitor.c: Java `synchronized` monitors (include/vmthread/monitor.h): create,
+ * destroy, enter, try-enter, exit, describe, statistics. Wait and notify are in monitor_wait.c.
+ *
+ * The uncontended enter is: a magic check, the caller's record (one TLS load in
+ * vmt_thread_current), one CAS on the lock word, the owner store, the owner's enter count and a
+ * held-list push under the thread's sequence lock (plain stores on x86-64). The uncontended
+ * exit is the reverse with one exchange. A contended enter goes to enter_slow, the only place
+ * that changes the thread's state, counts, or reads a clock (runtime/lock.h, DESIGN).
+ */
+#include <errno.h>
+
+#include "runtime/lock.h"
+
+static inline struct vmt__lock *as_lock(const vmt_monitor_t *m) {
+  if (__builtin_expect(m == NULL, 0)) return NULL;
+  struct vmt__lock *l = (struct vmt__lock *)&m->lock;
+  if (__builtin_expect(atomic_load_explicit(&l->magic, memory_order_relaxed) !=
+                           VMT__LOCK_MAGIC_MONITOR,
+                       0))
+    return NULL;
+  return l;
+}
+
+int vmt_monitor_create(vmt_monitor_t **out, const char *name) {
+  struct vmt__lock *l;
+  int rc = vmt__lock_create(&l, VMT__LOCK_MAGIC_MONITOR, name, "monitor");
+  if (rc == 0) *out = (vmt_monitor_t *)l;
+  return rc;
+}
+
+int vmt_monitor_destroy(vmt_monitor_t *m) {
+  return vmt__lock_destroy(m ? &m->lock : NULL, VMT__LOCK_MAGIC_MONITOR);
+}
+
+/* The recursion count is 32 bits; Java has no limit but no program nests 4 billion deep. */
+static int enter_recursive(struct vmt__lock *l) {
+  if (l->recursions == UINT32_MAX) return -EAGAIN;
+  l->recursions++;
+  vmt__lock_count_enter(l);
+  return 0;
+}
+
+static __attribute__((noinline)) int enter_slow(struct vmt__lock *l, vmt_thread_t *t,
+                                                uintptr_t me) {
+  /* Owned by us under our other identity (we attached or detached since). */
+  if (vmt__token_is_self(atomic_load_explicit(&l->owner, memory_order_relaxed), t))
+    return enter_recursive(l);
+  atomic_fetch_add_explicit(&l->contended_enters, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&l->entry_waiters, 1, memory_order_relaxed);
+  vmt__episode_t ep;
+  vmt__episode_begin(t, &ep, VMT__EP_ENTER, l, false);
+  vmt__lock_acquire_contended(l, VMT_OS_NO_DEADLINE);
+  atomic_store_explicit(&l->owner, me, memory_order_relaxed);
+  vmt__lock_count_enter(l);
+  vmt__episode_end(t, &ep, l, l);
+  atomic_fetch_sub_explicit(&l->entry_waiters, 1, memory_order_release);
+  return 0;
+}
+
+int vmt_monitor_enter(vmt_monitor_t *m) {
+  struct vmt__lock *l = as_lock(m);
+  if (l == NULL) return -EINVAL;
+  vmt_thread_t *t = vmt_thread_current();
+  uintptr_t me = vmt__token(t);
+  if (atomic_load_explicit(&l->owner, memory_order_relaxed) == me) return enter_recursive(l);
+  if (__builtin_expect(!vmt__lock_try_acquire(l), 0)) return enter_slow(l, t, me);
+  atomic_store_explicit(&l->owner, me, memory_order_relaxed);
+  vmt__lock_count_enter(l);
+  vmt__held_push(t, l);
+  return 0;
+}
+
+int vmt_monitor_try_enter(vmt_monitor_t *m) {
+  struct vmt__lock *l = as_lock(m);
+  if (l == NULL) return -EINVAL;
+  vmt_thread_t *t = vmt_thread_current();
+  uintptr_t me = vmt__token(t);
+  if (vmt__token_is_self(atomic_load_explicit(&l->owner, memory_order_relaxed), t))
+    return enter_recursive(l);
+  if (!vmt__lock_try_acquire(l)) return -EBUSY;
+  atomic_store_explicit(&l->owner, me, memory_order_relaxed);
+  vmt__lock_count_enter(l);
+  vmt__held_push(t, l);
+  return 0;
+}
+
+int vmt_monitor_exit(vmt_monitor_t *m) {
+  struct vmt__lock *l = as_lock(m);
+  if (l == NULL) return -EINVAL;
+  vmt_thread_t *t = vmt_thread_current();
+  uintptr_t owner = atomic_load_explicit(&l->owner, memory_order_relaxed);
+  if (__builtin_expect(owner != vmt__token(t), 0) && !vmt__token_is_self(owner, t))
+    return -EPERM;
+  if (l->recursions > 0) {
+    l->recursions--;
+    return 0;
+  }
+  vmt__held_pop(t, l);
+  vmt__lock_release(l);
+  return 0;
+}
+
+int vmt_monitor_describe(const vmt_monitor_t *m, char *buf, size_t len) {
+  struct vmt__lock *l = as_lock(m);
+  if (l == NULL || (buf == NULL && len > 0)) return -EINVAL;
+  return vmt__lock_describe(l, buf, len);
+}
+
+int vmt_monitor_get_stats(const vmt_monitor_t *m, vmt_monitor_stats_t *out) {
+  struct vmt__lock *l = as_lock(m);
+  if (l == NULL || out == NULL) return -EINVAL;
+  out->enters = atomic_load_explicit(&l->enters, memory_order_relaxed);
+  out->contended_enters = atomic_load_explicit(&l->contended_enters, memory_order_relaxed);
+  out->waits = atomic_load_explicit(&l->waits, memory_order_relaxed);
+  out->entry_waiters = atomic_load_explicit(&l->entry_waiters, memory_order_relaxed);
+  out->wait_waiters = atomic_load_explicit(&l->wait_waiters, memory_order_relaxed);
+  uint64_t epoch = vmt__contention_current_epoch();
+  if (epoch == 0) {
+    out->blocked_time_ns = -1;
+  } else {
+    pthread_mutex_lock(&l->stats_lock);
+    out->blocked_time_ns = l->times_epoch == epoch ? l->blocked_ns : 0;
+    pthread_mutex_unlock(&l->stats_lock);
+  }
+  const vmt__snapshot_t *snap = vmt__registry_acquire();
+  out->owner_id = vmt__token_owner_id(snap, atomic_load_explicit(&l->owner, memory_order_relaxed));
+  if (snap != NULL) vmt__registry_release(snap);
+  return 0;
+}

@@ -1,0 +1,113 @@
+/*
+ * runtime/monitor_wait.c: Java's Object.wait / notify / notifyAll on vmthread monitors.
+ *
+ * The wait set is a FIFO of nodes on the waiters' stacks, linked and unlinked only by the
+ * monitor's owner: wait links its node before releasing the monitor, notify unlinks under
+ * ownership, and a waiter that timed out unlinks its own node only after it has re-entered.
+ * So the wait set needs no lock of its own, and a node is never touched after its waiter
+ * returns (the waiter returns only once it owns the monitor again, and everyone else touches
+ * nodes only while owning it). Each node carries its own futex word: notify wakes exactly the
+ * thread it picked, with no thundering herd on the lock word.
+ *
+ * States (Java): WAITING or TIMED_WAITING with waiting_on set while waiting; BLOCKED while
+ * re-entering, if the monitor is owned at that moment (Java counts that as a blocked enter too).
+ */
+#include <errno.h>
+
+#include "runtime/lock.h"
+
+static struct vmt__lock *owned_lock(vmt_monitor_t *m, vmt_thread_t *t, int *err) {
+  if (m == NULL ||
+      atomic_load_explicit(&m->lock.magic, memory_order_relaxed) != VMT__LOCK_MAGIC_MONITOR) {
+    *err = -EINVAL;
+    return NULL;
+  }
+  if (!vmt__token_is_self(atomic_load_explicit(&m->lock.owner, memory_order_relaxed), t)) {
+    *err = -EPERM;
+    return NULL;
+  }
+  return &m->lock;
+}
+
+static void unlink_node(struct vmt__lock *l, vmt__wait_node_t *node) {
+  vmt__wait_node_t *prev = NULL;
+  for (vmt__wait_node_t *p = l->wait_head; p != NULL; prev = p, p = p->next) {
+    if (p != node) continue;
+    if (prev) prev->next = p->next;
+    else l->wait_head = p->next;
+    if (l->wait_tail == p) l->wait_tail = prev;
+    return;
+  }
+}
+
+int vmt_monitor_wait(vmt_monitor_t *m, int64_t timeout_ns) {
+  vmt_thread_t *t = vmt_thread_current();
+  int err = 0;
+  struct vmt__lock *l = owned_lock(m, t, &err);
+  if (l == NULL) return err;
+  int64_t deadline = vmt__deadline_after(timeout_ns);
+  uintptr_t me = atomic_load_explicit(&l->owner, memory_order_relaxed);
+
+  vmt__wait_node_t node = {.next = NULL, .notified = 0};
+  if (l->wait_tail) l->wait_tail->next = &node;
+  else l->wait_head = &node;
+  l->wait_tail = &node;
+  atomic_fetch_add_explicit(&l->waits, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&l->wait_waiters, 1, memory_order_relaxed);
+  uint32_t recursions = l->recursions;
+  l->recursions = 0;
+
+  /* Publish WAITING before the monitor is released: a reader never sees the thread RUNNABLE
+   * and holding nothing in between. */
+  vmt__episode_t ep;
+  vmt__episode_begin(t, &ep, VMT__EP_WAIT, l, deadline != VMT_OS_NO_DEADLINE);
+  vmt__held_pop(t, l);
+  vmt__lock_release(l);
+
+  for (;;) {
+    if (atomic_load_explicit(&node.notified, memory_order_acquire)) break;
+    int rc = vmt_os_futex_wait(&node.notified, 0, deadline);   /* EINTR, spurious: re-check */
+    if (rc == -ETIMEDOUT) break;
+  }
+  vmt__episode_end(t, &ep, l, NULL);
+
+  /* Re-enter to the same depth, under the same identity. */
+  if (vmt__lock_try_acquire(l)) {
+    atomic_store_explicit(&l->owner, me, memory_order_relaxed);
+    vmt__held_push(t, l);
+  } else {
+    atomic_fetch_add_explicit(&l->contended_enters, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&l->entry_waiters, 1, memory_order_relaxed);
+    vmt__episode_begin(t, &ep, VMT__EP_ENTER, l, false);
+    vmt__lock_acquire_contended(l, VMT_OS_NO_DEADLINE);
+    atomic_store_explicit(&l->owner, me, memory_order_relaxed);
+    vmt__episode_end(t, &ep, l, l);
+    atomic_fetch_sub_explicit(&l->entry_waiters, 1, memory_order_release);
+  }
+  l->recursions = recursions;
+  atomic_fetch_sub_explicit(&l->wait_waiters, 1, memory_order_release);
+  /* A notify that raced with the timeout wins: the waiter consumed it (Java allows either, but
+   * must not lose the notification, which another waiter would otherwise have received). */
+  if (atomic_load_explicit(&node.notified, memory_order_acquire)) return 0;
+  unlink_node(l, &node);
+  return -ETIMEDOUT;
+}
+
+static int notify(vmt_monitor_t *m, bool all) {
+  vmt_thread_t *t = vmt_thread_current();
+  int err = 0;
+  struct vmt__lock *l = owned_lock(m, t, &err);
+  if (l == NULL) return err;
+  while (l->wait_head != NULL) {
+    vmt__wait_node_t *node = l->wait_head;
+    l->wait_head = node->next;
+    if (l->wait_head == NULL) l->wait_tail = NULL;
+    atomic_store_explicit(&node->notified, 1, memory_order_release);
+    vmt_os_futex_wake(&node->notified, 1);
+    if (!all) break;
+  }
+  return 0;
+}
+
+int vmt_monitor_notify(vmt_monitor_t *m) { return notify(m, false); }
+int vmt_monitor_notify_all(vmt_monitor_t *m) { return notify(m, true); }

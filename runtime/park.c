@@ -1,0 +1,52 @@
+/*
+ * runtime/park.c: LockSupport.park / parkNanos / unpark for runtime threads, and Thread.sleep.
+ *
+ * park: the permit (t->sync.park_permit) is the futex word: unpark sets it to 1 and wakes,
+ * park consumes it with an exchange. Both count as waits (HotSpot counts a park in the waited
+ * count whether or not the permit was already there). A thread without a record has no permit
+ * to wait on: park returns -EPERM there.
+ * sleep: TIMED_WAITING until a CLOCK_MONOTONIC deadline fixed at the call, so EINTR and spurious
+ * wake-ups neither shorten nor lengthen it.
+ */
+#include <errno.h>
+
+#include "runtime/lock.h"
+
+int vmt_park(int64_t timeout_ns) {
+  vmt_thread_t *t = vmt_thread_current();
+  if (t == NULL) return -EPERM;
+  int64_t deadline = vmt__deadline_after(timeout_ns);
+  vmt__episode_t ep;
+  vmt__episode_begin(t, &ep, VMT__EP_PARK, NULL, deadline != VMT_OS_NO_DEADLINE);
+  int rc = 0;
+  while (atomic_exchange_explicit(&t->sync.park_permit, 0, memory_order_acquire) == 0) {
+    if (deadline != VMT_OS_NO_DEADLINE && vmt_os_java_time_nanos() >= deadline) {
+      rc = -ETIMEDOUT;
+      break;
+    }
+    vmt_os_futex_wait(&t->sync.park_permit, 0, deadline);   /* any result: re-check */
+  }
+  vmt__episode_end(t, &ep, NULL, NULL);
+  return rc;
+}
+
+int vmt_unpark(vmt_thread_t *t) {
+  if (t == NULL || t->magic != VMT__THREAD_MAGIC) return -EINVAL;
+  if (atomic_exchange_explicit(&t->sync.park_permit, 1, memory_order_release) == 0)
+    vmt_os_futex_wake(&t->sync.park_permit, 1);
+  return 0;
+}
+
+int vmt_sleep_ns(int64_t ns) {
+  if (ns < 0) return -EINVAL;
+  if (ns == 0) return 0;
+  int64_t deadline = vmt__deadline_after(ns);
+  vmt_thread_t *t = vmt_thread_current();
+  vmt__episode_t ep;
+  vmt__episode_begin(t, &ep, VMT__EP_SLEEP, NULL, true);
+  /* Nobody ever wakes this word: only the deadline ends the wait. */
+  _Atomic uint32_t never = 0;
+  while (vmt_os_java_time_nanos() < deadline) vmt_os_futex_wait(&never, 0, deadline);
+  vmt__episode_end(t, &ep, NULL, NULL);
+  return 0;
+}

@@ -1,0 +1,92 @@
+/*
+ * runtime/sync.c: ownable synchronizers (Java's AbstractOwnableSynchronizer, the owner of a
+ * ReentrantLock or a write lock): a non-reentrant lock with an owner, on the same lock word and
+ * held list as monitors (runtime/lock.h).
+ *
+ * A thread that has to wait for one is WAITING (TIMED_WAITING for a timed lock) with parked_on
+ * set, and the wait counts in its waited count and time: in Java it is parked in
+ * AbstractQueuedSynchronizer, and LockSupport.park counts as a wait. Deadlock detection follows
+ * parked_on edges only when asked to (findDeadlockedThreads, not findMonitorDeadlockedThreads).
+ */
+#include <errno.h>
+
+#include "runtime/lock.h"
+
+static inline struct vmt__lock *as_lock(const vmt_sync_t *s) {
+  if (s == NULL) return NULL;
+  struct vmt__lock *l = (struct vmt__lock *)&s->lock;
+  if (atomic_load_explicit(&l->magic, memory_order_relaxed) != VMT__LOCK_MAGIC_SYNC) return NULL;
+  return l;
+}
+
+int vmt_sync_create(vmt_sync_t **out, const char *name) {
+  struct vmt__lock *l;
+  int rc = vmt__lock_create(&l, VMT__LOCK_MAGIC_SYNC, name, "sync");
+  if (rc == 0) *out = (vmt_sync_t *)l;
+  return rc;
+}
+
+int vmt_sync_destroy(vmt_sync_t *s) {
+  return vmt__lock_destroy(s ? &s->lock : NULL, VMT__LOCK_MAGIC_SYNC);
+}
+
+static int lock_until(vmt_sync_t *s, int64_t timeout_ns, bool timed) {
+  struct vmt__lock *l = as_lock(s);
+  if (l == NULL) return -EINVAL;
+  vmt_thread_t *t = vmt_thread_current();
+  uintptr_t me = vmt__token(t);
+  if (vmt__token_is_self(atomic_load_explicit(&l->owner, memory_order_relaxed), t))
+    return -EDEADLK;
+  if (!vmt__lock_try_acquire(l)) {
+    if (timed && timeout_ns <= 0) return -ETIMEDOUT;   /* tryLock(0, unit) */
+    int64_t deadline = timed ? vmt__deadline_after(timeout_ns) : VMT_OS_NO_DEADLINE;
+    atomic_fetch_add_explicit(&l->contended_enters, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&l->entry_waiters, 1, memory_order_relaxed);
+    vmt__episode_t ep;
+    vmt__episode_begin(t, &ep, VMT__EP_SYNC, l, timed);
+    int rc = vmt__lock_acquire_contended(l, deadline);
+    if (rc == 0) atomic_store_explicit(&l->owner, me, memory_order_relaxed);
+    if (rc == 0) vmt__lock_count_enter(l);
+    vmt__episode_end(t, &ep, l, rc == 0 ? l : NULL);
+    atomic_fetch_sub_explicit(&l->entry_waiters, 1, memory_order_release);
+    return rc;
+  }
+  atomic_store_explicit(&l->owner, me, memory_order_relaxed);
+  vmt__lock_count_enter(l);
+  vmt__held_push(t, l);
+  return 0;
+}
+
+int vmt_sync_lock(vmt_sync_t *s) { return lock_until(s, 0, false); }
+
+int vmt_sync_timed_lock(vmt_sync_t *s, int64_t timeout_ns) {
+  return lock_until(s, timeout_ns, true);
+}
+
+int vmt_sync_try_lock(vmt_sync_t *s) {
+  struct vmt__lock *l = as_lock(s);
+  if (l == NULL) return -EINVAL;
+  vmt_thread_t *t = vmt_thread_current();
+  if (!vmt__lock_try_acquire(l)) return -EBUSY;
+  atomic_store_explicit(&l->owner, vmt__token(t), memory_order_relaxed);
+  vmt__lock_count_enter(l);
+  vmt__held_push(t, l);
+  return 0;
+}
+
+int vmt_sync_unlock(vmt_sync_t *s) {
+  struct vmt__lock *l = as_lock(s);
+  if (l == NULL) return -EINVAL;
+  vmt_thread_t *t = vmt_thread_current();
+  if (!vmt__token_is_self(atomic_load_explicit(&l->owner, memory_order_relaxed), t))
+    return -EPERM;
+  vmt__held_pop(t, l);
+  vmt__lock_release(l);
+  return 0;
+}
+
+int vmt_sync_describe(const vmt_sync_t *s, char *buf, size_t len) {
+  struct vmt__lock *l = as_lock(s);
+  if (l == NULL || (buf == NULL && len > 0)) return -EINVAL;
+  return vmt__lock_describe(l, buf, len);
+}

@@ -1,0 +1,539 @@
+/*
+ * test/monitor_internal_test.c: what the monitor module records for the management API
+ * (runtime/monitor_impl.h), checked the way OpenJDK's ThreadMXBean tests check it:
+ *   - ThreadStateTest: a thread walked through RUNNABLE, BLOCKED (on the right monitor, owned
+ *     by the right thread), WAITING, TIMED_WAITING and back to RUNNABLE;
+ *   - ThreadBlockedCount: the blocked count grows by exactly one per contended enter;
+ *   - ThreadInfo waited count and time after wait(300 ms) with contention monitoring on;
+ *   - contention times are -1 while monitoring is off and restart from zero when it is
+ *     turned on again (ThreadMXBean.setThreadContentionMonitoringEnabled);
+ *   - locked monitors and synchronizers with their depth (ThreadInfo.getLockedMonitors);
+ * plus the races (a reader copying a thread's locks while it churns through them) and the
+ * failure paths (allocation failures through the fault seams).
+ * An internal-API test: it includes runtime/internal.h.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "runtime/internal.h"
+#include "test/monitor_util.h"
+
+static vmt_thread_t *main_thread;
+
+static int attach_main(void **state) {
+  (void)state;
+  return vmt_thread_attach(NULL, &main_thread);
+}
+
+static int detach_main(void **state) {
+  (void)state;
+  vmt__set_contention_monitoring(false);
+  return vmt_thread_detach();
+}
+
+static int reset_after(void **state) {
+  (void)state;
+  vmt__fault_disarm_all();
+  vmt__set_contention_monitoring(false);
+  return 0;
+}
+
+static vmt__thread_lock_info_t info_of(vmt_thread_t *t, bool want_held) {
+  vmt__thread_lock_info_t info;
+  assert_int_equal(vmt__thread_lock_info(t, want_held, &info), 0);
+  return info;
+}
+
+static void describe(vmt_monitor_t *m, char *buf) {
+  assert_true(vmt_monitor_describe(m, buf, VMT__LOCK_DESC_NAME_MAX) > 0);
+}
+
+static vmt_thread_t *start(vmt_thread_fn fn, void *arg) {
+  vmt_thread_t *t = NULL;
+  assert_int_equal(vmt_thread_start(&t, fn, arg), 0);
+  return t;
+}
+
+static void join(vmt_thread_t *t) {
+  assert_int_equal(vmt_thread_join(t, NULL), 0);
+  assert_int_equal(vmt_thread_release(t), 0);
+}
+
+/* ---- ThreadStateTest -------------------------------------------------------------------- */
+
+typedef struct script {
+  vmt_monitor_t *m;
+  _Atomic int go;      /* set by the test: proceed to the next phase */
+  _Atomic int phase;   /* set by the thread: the phase it is in */
+} script_t;
+
+static void await_go(script_t *s, int n) {
+  while (atomic_load(&s->go) < n) mu_pause_1ms();
+}
+
+static void *walker(void *arg) {
+  script_t *s = arg;
+  atomic_store(&s->phase, 1);   /* RUNNABLE: busy, holding nothing */
+  await_go(s, 1);
+  vmt_monitor_enter(s->m);      /* BLOCKED: the test holds m */
+  atomic_store(&s->phase, 2);
+  vmt_monitor_wait(s->m, 0);    /* WAITING on m */
+  vmt_monitor_wait(s->m, 60LL * 1000 * MU_MS);   /* TIMED_WAITING on m */
+  vmt_monitor_exit(s->m);
+  vmt_park(0);                  /* WAITING, no lock */
+  vmt_park(60LL * 1000 * MU_MS);   /* TIMED_WAITING, no lock */
+  atomic_store(&s->phase, 3);   /* RUNNABLE again */
+  await_go(s, 2);
+  return NULL;
+}
+
+static void assert_on(vmt_thread_t *t, int state, vmt_monitor_t *m, int64_t owner) {
+  vmt__thread_lock_info_t info = info_of(t, false);
+  assert_int_equal(info.state, state);
+  if (m == NULL) {
+    assert_false(info.has_lock);
+    assert_int_equal(info.lock_owner_id, -1);
+    return;
+  }
+  char name[VMT__LOCK_DESC_NAME_MAX];
+  describe(m, name);
+  assert_true(info.has_lock);
+  assert_string_equal(info.lock.name, name);
+  assert_string_equal(info.lock.class_name, "vmt.Monitor");
+  assert_false(info.lock.is_sync);
+  assert_int_equal(info.lock_owner_id, owner);
+}
+
+static void thread_walks_through_every_state(void **state) {
+  (void)state;
+  script_t s = {0};
+  assert_int_equal(vmt_monitor_create(&s.m, "walk"), 0);
+  vmt_thread_t *t = start(walker, &s);
+  MU_POLL_UNTIL(atomic_load(&s.phase) == 1, "phase 1");
+  assert_on(t, VMT_THREAD_RUNNABLE, NULL, -1);
+
+  assert_int_equal(vmt_monitor_enter(s.m), 0);
+  atomic_store(&s.go, 1);
+  MU_POLL_UNTIL(vmt_thread_state(t) == VMT_THREAD_BLOCKED, "BLOCKED");
+  assert_on(t, VMT_THREAD_BLOCKED, s.m, vmt_thread_id(main_thread));
+  assert_int_equal(vmt_monitor_exit(s.m), 0);
+
+  MU_POLL_UNTIL(vmt_thread_state(t) == VMT_THREAD_WAITING, "WAITING in wait()");
+  assert_on(t, VMT_THREAD_WAITING, s.m, -1);   /* released while waiting */
+  assert_int_equal(vmt_monitor_enter(s.m), 0);
+  assert_on(t, VMT_THREAD_WAITING, s.m, vmt_thread_id(main_thread));
+  assert_int_equal(vmt_monitor_notify(s.m), 0);
+  assert_int_equal(vmt_monitor_exit(s.m), 0);
+
+  MU_POLL_UNTIL(vmt_thread_state(t) == VMT_THREAD_TIMED_WAITING, "TIMED_WAITING in wait()");
+  assert_on(t, VMT_THREAD_TIMED_WAITING, s.m, -1);
+  assert_int_equal(vmt_monitor_enter(s.m), 0);
+  assert_int_equal(vmt_monitor_notify(s.m), 0);
+  assert_int_equal(vmt_monitor_exit(s.m), 0);
+
+  MU_POLL_UNTIL(vmt_thread_state(t) == VMT_THREAD_WAITING, "WAITING in park()");
+  assert_on(t, VMT_THREAD_WAITING, NULL, -1);
+  assert_int_equal(vmt_unpark(t), 0);
+  MU_POLL_UNTIL(vmt_thread_state(t) == VMT_THREAD_TIMED_WAITING, "TIMED_WAITING in park()");
+  assert_on(t, VMT_THREAD_TIMED_WAITING, NULL, -1);
+  assert_int_equal(vmt_unpark(t), 0);
+
+  MU_POLL_UNTIL(atomic_load(&s.phase) == 3, "phase 3");
+  assert_on(t, VMT_THREAD_RUNNABLE, NULL, -1);
+  vmt__thread_lock_info_t info = info_of(t, true);
+  assert_int_equal(info.held_count, 0);
+  assert_null(info.held);
+  assert_int_equal(info.blocked_count, 1);
+  assert_int_equal(info.waited_count, 4);   /* two waits, two parks */
+  atomic_store(&s.go, 2);
+  join(t);
+  assert_int_equal(vmt_monitor_destroy(s.m), 0);
+}
+
+/* ---- ThreadBlockedCount ----------------------------------------------------------------- */
+
+#define BLOCKS 3
+
+typedef struct counted {
+  vmt_monitor_t *m;
+  _Atomic int go;
+  _Atomic int done;
+} counted_t;
+
+static void *block_repeatedly(void *arg) {
+  counted_t *c = arg;
+  for (int i = 1; i <= BLOCKS; i++) {
+    while (atomic_load(&c->go) < i) mu_pause_1ms();
+    vmt_monitor_enter(c->m);
+    vmt_monitor_exit(c->m);
+    atomic_store(&c->done, i);
+  }
+  return NULL;
+}
+
+static void blocked_count_grows_by_each_contended_enter(void **state) {
+  (void)state;
+  counted_t c = {0};
+  assert_int_equal(vmt_monitor_create(&c.m, "blocker"), 0);
+  vmt_thread_t *t = start(block_repeatedly, &c);
+  for (int i = 1; i <= BLOCKS; i++) {
+    assert_int_equal(vmt_monitor_enter(c.m), 0);
+    atomic_store(&c.go, i);
+    MU_POLL_UNTIL(vmt_thread_state(t) == VMT_THREAD_BLOCKED, "BLOCKED");
+    assert_int_equal(info_of(t, false).blocked_count, (uint64_t)i);
+    assert_int_equal(vmt_monitor_exit(c.m), 0);
+    MU_POLL_UNTIL(atomic_load(&c.done) == i, "the enter to finish");
+  }
+  vmt__thread_lock_info_t info = info_of(t, false);
+  assert_int_equal(info.blocked_count, BLOCKS);
+  assert_int_equal(info.waited_count, 0);
+  vmt_monitor_stats_t st;
+  assert_int_equal(vmt_monitor_get_stats(c.m, &st), 0);
+  assert_int_equal(st.contended_enters, BLOCKS);
+  assert_int_equal(st.enters, 2 * BLOCKS);
+  join(t);
+  assert_int_equal(vmt_monitor_destroy(c.m), 0);
+}
+
+/* ---- Waited count and time ------------------------------------------------------------ */
+
+typedef struct timed {
+  vmt_monitor_t *m;
+  int rc;
+  _Atomic int done;
+  _Atomic int go;
+} timed_t;
+
+static void *wait_300ms(void *arg) {
+  timed_t *w = arg;
+  vmt_monitor_enter(w->m);
+  w->rc = vmt_monitor_wait(w->m, 300 * MU_MS);
+  vmt_monitor_exit(w->m);
+  atomic_store(&w->done, 1);
+  while (!atomic_load(&w->go)) mu_pause_1ms();
+  return NULL;
+}
+
+static void waited_count_and_time_after_wait_300ms(void **state) {
+  (void)state;
+  vmt__set_contention_monitoring(true);
+  assert_true(vmt__contention_monitoring_enabled());
+  timed_t w = {0};
+  assert_int_equal(vmt_monitor_create(&w.m, "timed"), 0);
+  vmt_thread_t *t = start(wait_300ms, &w);
+  MU_POLL_UNTIL(atomic_load(&w.done), "wait(300 ms) to return");
+  assert_int_equal(w.rc, -ETIMEDOUT);
+  vmt__thread_lock_info_t info = info_of(t, false);
+  assert_int_equal(info.waited_count, 1);
+  /* At least the 300 ms the CLOCK_MONOTONIC deadline guaranteed, less 5% for the calibration
+   * of the elapsed counter (TSC) against CLOCK_MONOTONIC. */
+  assert_true(info.waited_ns >= 285 * MU_MS);
+  assert_true(info.blocked_ns >= 0);
+  atomic_store(&w.go, 1);
+  join(t);
+  assert_int_equal(vmt_monitor_destroy(w.m), 0);
+}
+
+static void *wait_briefly(void *arg) {
+  timed_t *w = arg;
+  vmt_monitor_enter(w->m);
+  vmt_monitor_wait(w->m, 2 * MU_MS);
+  vmt_monitor_exit(w->m);
+  atomic_fetch_add(&w->done, 1);
+  while (atomic_load(&w->go) < atomic_load(&w->done)) mu_pause_1ms();
+  return NULL;
+}
+
+static void times_are_off_then_restart_from_zero(void **state) {
+  (void)state;
+  timed_t w = {0};
+  assert_int_equal(vmt_monitor_create(&w.m, "toggle"), 0);
+  vmt__set_contention_monitoring(false);
+  assert_false(vmt__contention_monitoring_enabled());
+  vmt_thread_t *t = start(wait_briefly, &w);
+  MU_POLL_UNTIL(atomic_load(&w.done) == 1, "first wait");
+  vmt__thread_lock_info_t info = info_of(t, false);
+  assert_int_equal(info.waited_count, 1);   /* counts are always kept */
+  assert_int_equal(info.waited_ns, -1);
+  assert_int_equal(info.blocked_ns, -1);
+  vmt_monitor_stats_t st;
+  assert_int_equal(vmt_monitor_get_stats(w.m, &st), 0);
+  assert_int_equal(st.blocked_time_ns, -1);
+
+  /* Turned on: it has no time yet, so zero (not -1). */
+  vmt__set_contention_monitoring(true);
+  vmt__set_contention_monitoring(true);   /* idempotent: no second reset */
+  info = info_of(t, false);
+  assert_int_equal(info.waited_ns, 0);
+  assert_int_equal(info.blocked_ns, 0);
+  atomic_store(&w.go, 1);
+  join(t);
+
+  /* A wait while monitoring is on is timed. */
+  t = start(wait_briefly, &w);
+  atomic_store(&w.go, 1);
+  MU_POLL_UNTIL(atomic_load(&w.done) == 2, "second wait");
+  info = info_of(t, false);
+  assert_int_equal(info.waited_count, 1);
+  assert_true(info.waited_ns > 0);
+  int64_t before = info.waited_ns;
+  /* Off: -1. On again: zero, not the old value. */
+  vmt__set_contention_monitoring(false);
+  assert_int_equal(info_of(t, false).waited_ns, -1);
+  vmt__set_contention_monitoring(true);
+  info = info_of(t, false);
+  assert_int_equal(info.waited_ns, 0);
+  assert_true(before > 0);
+  assert_int_equal(info.waited_count, 1);   /* counts survive the reset */
+  atomic_store(&w.go, 2);
+  join(t);
+  assert_int_equal(vmt_monitor_destroy(w.m), 0);
+}
+
+typedef struct contend {
+  vmt_monitor_t *m;
+  _Atomic int done;
+} contend_t;
+
+static void *enter_exit(void *arg) {
+  contend_t *c = arg;
+  vmt_monitor_enter(c->m);
+  vmt_monitor_exit(c->m);
+  atomic_store(&c->done, 1);
+  return NULL;
+}
+
+static void blocked_time_is_kept_per_thread_and_per_monitor(void **state) {
+  (void)state;
+  vmt__set_contention_monitoring(true);
+  contend_t c = {0};
+  assert_int_equal(vmt_monitor_create(&c.m, "held"), 0);
+  assert_int_equal(vmt_monitor_enter(c.m), 0);
+  vmt_thread_t *t = start(enter_exit, &c);
+  MU_POLL_UNTIL(vmt_thread_state(t) == VMT_THREAD_BLOCKED, "BLOCKED");
+  int64_t t0 = mu_now_ns();
+  while (mu_now_ns() - t0 < 20 * MU_MS) mu_pause_1ms();   /* keep it blocked a while */
+  assert_int_equal(vmt_monitor_exit(c.m), 0);
+  MU_POLL_UNTIL(atomic_load(&c.done), "the enter");
+  vmt__thread_lock_info_t info = info_of(t, false);
+  assert_int_equal(info.blocked_count, 1);
+  assert_true(info.blocked_ns >= 15 * MU_MS);
+  vmt_monitor_stats_t st;
+  assert_int_equal(vmt_monitor_get_stats(c.m, &st), 0);
+  assert_int_equal(st.blocked_time_ns, info.blocked_ns);
+  join(t);
+  assert_int_equal(vmt_monitor_destroy(c.m), 0);
+}
+
+/* ---- Locked monitors and synchronizers -------------------------------------------------- */
+
+static void held_locks_listed_innermost_first_with_depth(void **state) {
+  (void)state;
+  vmt_monitor_t *m1, *m2, *m3;
+  vmt_sync_t *s1;
+  assert_int_equal(vmt_monitor_create(&m1, "outer"), 0);
+  assert_int_equal(vmt_monitor_create(&m2, "middle"), 0);
+  assert_int_equal(vmt_monitor_create(&m3, "inner"), 0);
+  assert_int_equal(vmt_sync_create(&s1, "sync"), 0);
+  assert_int_equal(vmt_monitor_enter(m1), 0);
+  assert_int_equal(vmt_monitor_enter(m2), 0);
+  assert_int_equal(vmt_monitor_enter(m2), 0);   /* reentrant: listed once */
+  assert_int_equal(vmt_sync_lock(s1), 0);
+  assert_int_equal(vmt_monitor_enter(m3), 0);
+
+  vmt__thread_lock_info_t info = info_of(main_thread, true);
+  assert_int_equal(info.held_count, 4);
+  char name[VMT__LOCK_DESC_NAME_MAX];
+  describe(m3, name);
+  assert_string_equal(info.held[0].name, name);
+  assert_int_equal(info.held[0].depth, 3);
+  assert_true(info.held[1].is_sync);
+  assert_string_equal(info.held[1].class_name, "vmt.Synchronizer");
+  assert_int_equal(info.held[1].depth, 2);
+  describe(m2, name);
+  assert_string_equal(info.held[2].name, name);
+  assert_int_equal(info.held[2].depth, 1);
+  describe(m1, name);
+  assert_string_equal(info.held[3].name, name);
+  assert_int_equal(info.held[3].depth, 0);
+  assert_true(info.held[3].identity != info.held[2].identity);
+  free(info.held);
+
+  /* Out-of-order release: m2 goes only with its second exit. */
+  assert_int_equal(vmt_monitor_exit(m2), 0);
+  assert_int_equal(info_of(main_thread, false).held_count, 0);   /* not asked for */
+  info = info_of(main_thread, true);
+  assert_int_equal(info.held_count, 4);
+  free(info.held);
+  assert_int_equal(vmt_monitor_exit(m2), 0);
+  info = info_of(main_thread, true);
+  assert_int_equal(info.held_count, 3);
+  describe(m1, name);
+  assert_string_equal(info.held[2].name, name);
+  assert_int_equal(info.held[2].depth, 0);
+  assert_int_equal(info.held[0].depth, 2);
+  free(info.held);
+
+  assert_int_equal(vmt_monitor_exit(m3), 0);
+  assert_int_equal(vmt_sync_unlock(s1), 0);
+  assert_int_equal(vmt_monitor_exit(m1), 0);
+  info = info_of(main_thread, true);
+  assert_int_equal(info.held_count, 0);
+  assert_null(info.held);
+  vmt_monitor_destroy(m1);
+  vmt_monitor_destroy(m2);
+  vmt_monitor_destroy(m3);
+  vmt_sync_destroy(s1);
+}
+
+typedef struct identity {
+  vmt_monitor_t *m;
+  int rc[7];
+  int64_t owner_while_attached;
+} identity_t;
+
+static void *enter_then_attach(void *arg) {
+  identity_t *x = arg;
+  x->rc[0] = vmt_monitor_enter(x->m);   /* no record yet: owned under the thread's anchor */
+  vmt_thread_t *self;
+  x->rc[1] = vmt_thread_attach(NULL, &self);
+  x->rc[2] = vmt_monitor_enter(x->m);   /* recursive, under the record's identity */
+  vmt_monitor_stats_t st;
+  vmt_monitor_get_stats(x->m, &st);
+  x->owner_while_attached = st.owner_id;
+  x->rc[3] = vmt_monitor_exit(x->m);
+  x->rc[4] = vmt_monitor_exit(x->m);
+  x->rc[5] = vmt_monitor_exit(x->m);   /* one too many */
+  x->rc[6] = vmt_thread_detach();
+  return NULL;
+}
+
+static void ownership_survives_an_attach_in_between(void **state) {
+  (void)state;
+  identity_t x = {0};
+  assert_int_equal(vmt_monitor_create(&x.m, "attach"), 0);
+  pthread_t p;
+  assert_int_equal(pthread_create(&p, NULL, enter_then_attach, &x), 0);
+  assert_int_equal(pthread_join(p, NULL), 0);
+  assert_int_equal(x.rc[0], 0);
+  assert_int_equal(x.rc[1], 0);
+  assert_int_equal(x.rc[2], 0);
+  assert_int_equal(x.owner_while_attached, 0);   /* taken before it had an id */
+  assert_int_equal(x.rc[3], 0);
+  assert_int_equal(x.rc[4], 0);
+  assert_int_equal(x.rc[5], -EPERM);
+  assert_int_equal(x.rc[6], 0);
+  assert_int_equal(vmt_monitor_destroy(x.m), 0);   /* released: not busy */
+}
+
+/* ---- Readers racing with the owner ------------------------------------------------------ */
+
+#define CHURN_LOCKS 6
+
+typedef struct churn {
+  _Atomic int stop;
+  _Atomic uint64_t rounds;
+} churn_t;
+
+static void *churn_locks(void *arg) {
+  churn_t *c = arg;
+  while (!atomic_load(&c->stop)) {
+    vmt_monitor_t *m[CHURN_LOCKS];
+    for (int i = 0; i < CHURN_LOCKS; i++) {
+      if (vmt_monitor_create(&m[i], "churn") != 0) abort();
+      vmt_monitor_enter(m[i]);
+    }
+    /* Release in a scrambled order, then destroy: slots get recycled under the reader. */
+    for (int i = 0; i < CHURN_LOCKS; i++) vmt_monitor_exit(m[(i * 5 + 1) % CHURN_LOCKS]);
+    for (int i = 0; i < CHURN_LOCKS; i++) vmt_monitor_destroy(m[i]);
+    atomic_fetch_add(&c->rounds, 1);
+  }
+  return NULL;
+}
+
+static void lock_info_is_consistent_while_the_owner_churns(void **state) {
+  (void)state;
+  churn_t c = {0};
+  vmt_thread_t *t = start(churn_locks, &c);
+  int64_t end = mu_now_ns() + 200 * MU_MS;
+  size_t seen_nonempty = 0;
+  while (mu_now_ns() < end || atomic_load(&c.rounds) < 100) {
+    vmt__thread_lock_info_t info = info_of(t, true);
+    assert_true(info.held_count <= CHURN_LOCKS);
+    for (size_t i = 0; i < info.held_count; i++) {
+      assert_memory_equal(info.held[i].name, "churn@", 6);
+      assert_int_equal(info.held[i].depth, (int32_t)(info.held_count - 1 - i));
+    }
+    seen_nonempty += info.held_count > 0;
+    free(info.held);
+  }
+  atomic_store(&c.stop, 1);
+  join(t);
+  (void)seen_nonempty;   /* how often a copy caught locks held depends on scheduling */
+}
+
+/* ---- Failure paths ---------------------------------------------------------------------- */
+
+static void lock_info_reports_enomem_and_leaks_nothing(void **state) {
+  (void)state;
+  assert_int_equal(vmt__thread_lock_info(NULL, false, NULL), -EINVAL);
+  vmt_monitor_t *m;
+  assert_int_equal(vmt_monitor_create(&m, "held"), 0);
+  assert_int_equal(vmt_monitor_enter(m), 0);
+  vmt__fault_arm(VMT__FAULT_ALLOC, 0, -1, ENOMEM);
+  vmt__thread_lock_info_t info;
+  assert_int_equal(vmt__thread_lock_info(main_thread, true, &info), -ENOMEM);
+  assert_true(vmt__fault_injected(VMT__FAULT_ALLOC) > 0);
+  /* Without the held list, nothing needs allocating. */
+  assert_int_equal(vmt__thread_lock_info(main_thread, false, &info), 0);
+  vmt__fault_disarm_all();
+  assert_int_equal(vmt_monitor_exit(m), 0);
+  assert_int_equal(vmt_monitor_destroy(m), 0);
+}
+
+static void create_reports_enomem_when_the_pool_must_grow(void **state) {
+  (void)state;
+  enum { MAX = 1000 };
+  vmt_monitor_t **made = calloc(MAX, sizeof(*made));
+  assert_non_null(made);
+  vmt__fault_arm(VMT__FAULT_ALLOC, 0, -1, ENOMEM);
+  int n = 0, rc = 0;
+  while (n < MAX && (rc = vmt_monitor_create(&made[n], "pool")) == 0) n++;
+  bool injected = vmt__fault_injected(VMT__FAULT_ALLOC) > 0;
+  vmt__fault_disarm_all();
+  /* Free slots are handed out without allocating; the first chunk allocation fails. */
+  assert_int_equal(rc, -ENOMEM);
+  assert_true(n < MAX);
+  assert_true(injected);
+  for (int i = 0; i < n; i++) assert_int_equal(vmt_monitor_destroy(made[i]), 0);
+  free(made);
+  /* And the pool works again. */
+  vmt_monitor_t *m;
+  assert_int_equal(vmt_monitor_create(&m, "after"), 0);
+  assert_int_equal(vmt_monitor_destroy(m), 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_teardown(thread_walks_through_every_state, reset_after),
+      cmocka_unit_test_teardown(blocked_count_grows_by_each_contended_enter, reset_after),
+      cmocka_unit_test_teardown(waited_count_and_time_after_wait_300ms, reset_after),
+      cmocka_unit_test_teardown(times_are_off_then_restart_from_zero, reset_after),
+      cmocka_unit_test_teardown(blocked_time_is_kept_per_thread_and_per_monitor, reset_after),
+      cmocka_unit_test_teardown(held_locks_listed_innermost_first_with_depth, reset_after),
+      cmocka_unit_test_teardown(ownership_survives_an_attach_in_between, reset_after),
+      cmocka_unit_test_teardown(lock_info_is_consistent_while_the_owner_churns, reset_after),
+      cmocka_unit_test_teardown(lock_info_reports_enomem_and_leaks_nothing, reset_after),
+      cmocka_unit_test_teardown(create_reports_enomem_when_the_pool_must_grow, reset_after),
+  };
+  return cmocka_run_group_tests_name("monitor_internal", tests, attach_main, detach_main);
+}

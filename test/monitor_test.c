@@ -1,0 +1,477 @@
+/*
+ * test/monitor_test.c: monitors, synchronizers, park and sleep through the public API only:
+ * ownership and reentrancy, errors instead of undefined behaviour (non-owner exit, wait and
+ * notify; destroyed and busy monitors), wait/notify hand-offs, timeouts, mutual exclusion under
+ * contention, per-monitor statistics, and the thread states a blocked thread shows.
+ * The OpenJDK-style checks of lock info, contention times and deadlocks are in
+ * monitor_internal_test.c and deadlock_internal_test.c.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "vmthread.h"
+
+#define POLL_DEADLINE_NS (10LL * 1000 * 1000 * 1000)
+
+static int64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void pause_1ms(void) {
+  struct timespec ts = {0, 1000 * 1000};
+  nanosleep(&ts, NULL);
+}
+
+/* Polls (never a fixed sleep) until t is in state, or fails after a generous deadline. */
+static void wait_for_state(vmt_thread_t *t, vmt_thread_state_t state) {
+  int64_t deadline = mono_ns() + POLL_DEADLINE_NS;
+  while (vmt_thread_state(t) != state) {
+    if (mono_ns() > deadline)
+      fail_msg("thread stayed %s, expected %s", vmt_thread_state_name(vmt_thread_state(t)),
+               vmt_thread_state_name(state));
+    pause_1ms();
+  }
+}
+
+static vmt_thread_t *start(vmt_thread_fn fn, void *arg) {
+  vmt_thread_t *t = NULL;
+  assert_int_equal(vmt_thread_start(&t, fn, arg), 0);
+  return t;
+}
+
+static void *join(vmt_thread_t *t) {
+  void *result = NULL;
+  assert_int_equal(vmt_thread_join(t, &result), 0);
+  assert_int_equal(vmt_thread_release(t), 0);
+  return result;
+}
+
+/* ---- Creation, identity, bad input ---------------------------------------------------- */
+
+static void create_rejects_bad_input(void **state) {
+  (void)state;
+  vmt_monitor_t *m = NULL;
+  assert_int_equal(vmt_monitor_create(NULL, "x"), -EINVAL);
+  char long_name[VMT_MONITOR_NAME_MAX + 2];
+  memset(long_name, 'a', sizeof(long_name) - 1);
+  long_name[sizeof(long_name) - 1] = '\0';
+  assert_int_equal(vmt_monitor_create(&m, long_name), -EINVAL);
+  long_name[VMT_MONITOR_NAME_MAX] = '\0';   /* exactly the maximum is fine */
+  assert_int_equal(vmt_monitor_create(&m, long_name), 0);
+  assert_int_equal(vmt_monitor_destroy(m), 0);
+  vmt_sync_t *s = NULL;
+  assert_int_equal(vmt_sync_create(NULL, "x"), -EINVAL);
+  assert_int_equal(vmt_sync_create(&s, NULL), 0);
+  assert_int_equal(vmt_sync_destroy(s), 0);
+  assert_int_equal(vmt_monitor_destroy(NULL), -EINVAL);
+  assert_int_equal(vmt_sync_destroy(NULL), -EINVAL);
+  assert_int_equal(vmt_monitor_enter(NULL), -EINVAL);
+  assert_int_equal(vmt_monitor_try_enter(NULL), -EINVAL);
+  assert_int_equal(vmt_monitor_exit(NULL), -EINVAL);
+  assert_int_equal(vmt_monitor_wait(NULL, 0), -EINVAL);
+  assert_int_equal(vmt_monitor_notify(NULL), -EINVAL);
+  assert_int_equal(vmt_monitor_notify_all(NULL), -EINVAL);
+  assert_int_equal(vmt_monitor_get_stats(NULL, NULL), -EINVAL);
+  assert_int_equal(vmt_sync_lock(NULL), -EINVAL);
+  assert_int_equal(vmt_sync_try_lock(NULL), -EINVAL);
+  assert_int_equal(vmt_sync_timed_lock(NULL, 1), -EINVAL);
+  assert_int_equal(vmt_sync_unlock(NULL), -EINVAL);
+  assert_int_equal(vmt_unpark(NULL), -EINVAL);
+  assert_int_equal(vmt_sleep_ns(-1), -EINVAL);
+}
+
+static void describe_shows_name_and_unique_identity(void **state) {
+  (void)state;
+  vmt_monitor_t *a, *b, *d;
+  assert_int_equal(vmt_monitor_create(&a, "table-lock"), 0);
+  assert_int_equal(vmt_monitor_create(&b, "table-lock"), 0);
+  assert_int_equal(vmt_monitor_create(&d, NULL), 0);
+  char da[300], db[300], dd[300];
+  int na = vmt_monitor_describe(a, da, sizeof(da));
+  assert_int_equal(na, (int)strlen(da));
+  assert_int_equal(vmt_monitor_describe(b, db, sizeof(db)), (int)strlen(db));
+  assert_int_equal(vmt_monitor_describe(d, dd, sizeof(dd)), (int)strlen(dd));
+  assert_memory_equal(da, "table-lock@", 11);
+  assert_memory_equal(dd, "monitor@", 8);
+  assert_string_not_equal(da, db);   /* same name, different identities */
+  unsigned hex;
+  assert_int_equal(sscanf(da + 11, "%x", &hex), 1);
+  assert_true(hex != 0);
+  /* The identity is stable across calls. */
+  char again[300];
+  vmt_monitor_describe(a, again, sizeof(again));
+  assert_string_equal(da, again);
+  /* Truncation: always terminated, returns what it needs. */
+  char small[5];
+  assert_int_equal(vmt_monitor_describe(a, small, sizeof(small)), na);
+  assert_int_equal(strlen(small), 4);
+  assert_int_equal(vmt_monitor_describe(a, NULL, 0), na);
+  assert_int_equal(vmt_monitor_describe(a, NULL, 3), -EINVAL);
+  vmt_sync_t *s;
+  assert_int_equal(vmt_sync_create(&s, "rw"), 0);
+  assert_true(vmt_sync_describe(s, da, sizeof(da)) > 3);
+  assert_memory_equal(da, "rw@", 3);
+  assert_int_equal(vmt_sync_destroy(s), 0);
+  assert_int_equal(vmt_monitor_destroy(a), 0);
+  assert_int_equal(vmt_monitor_destroy(b), 0);
+  assert_int_equal(vmt_monitor_destroy(d), 0);
+}
+
+static void destroyed_monitor_is_rejected_not_undefined(void **state) {
+  (void)state;
+  vmt_monitor_t *m;
+  assert_int_equal(vmt_monitor_create(&m, "gone"), 0);
+  assert_int_equal(vmt_monitor_destroy(m), 0);
+  assert_int_equal(vmt_monitor_destroy(m), -EINVAL);
+  assert_int_equal(vmt_monitor_enter(m), -EINVAL);
+  assert_int_equal(vmt_monitor_exit(m), -EINVAL);
+  /* A monitor handle is not a synchronizer and vice versa. */
+  vmt_sync_t *s;
+  assert_int_equal(vmt_sync_create(&s, "s"), 0);
+  assert_int_equal(vmt_monitor_enter((vmt_monitor_t *)s), -EINVAL);
+  assert_int_equal(vmt_sync_destroy(s), 0);
+}
+
+/* ---- Ownership ------------------------------------------------------------------------ */
+
+static void reentrant_enter_and_exit_balance(void **state) {
+  (void)state;
+  vmt_monitor_t *m;
+  assert_int_equal(vmt_monitor_create(&m, "re"), 0);
+  assert_int_equal(vmt_monitor_exit(m), -EPERM);   /* not owned at all */
+  for (int i = 0; i < 3; i++) assert_int_equal(vmt_monitor_enter(m), 0);
+  assert_int_equal(vmt_monitor_try_enter(m), 0);   /* the owner re-enters */
+  assert_int_equal(vmt_monitor_destroy(m), -EBUSY);
+  for (int i = 0; i < 4; i++) assert_int_equal(vmt_monitor_exit(m), 0);
+  assert_int_equal(vmt_monitor_exit(m), -EPERM);
+  vmt_monitor_stats_t st;
+  assert_int_equal(vmt_monitor_get_stats(m, &st), 0);
+  assert_int_equal(st.enters, 4);
+  assert_int_equal(st.contended_enters, 0);
+  assert_int_equal(st.owner_id, 0);
+  assert_int_equal(vmt_monitor_destroy(m), 0);
+}
+
+typedef struct shared {
+  vmt_monitor_t *m;
+  vmt_sync_t *s;
+  _Atomic int step;
+  int rc[8];
+  int64_t counter;
+} shared_t;
+
+static void *non_owner_calls(void *arg) {
+  shared_t *sh = arg;
+  sh->rc[0] = vmt_monitor_exit(sh->m);
+  sh->rc[1] = vmt_monitor_wait(sh->m, 1000);
+  sh->rc[2] = vmt_monitor_notify(sh->m);
+  sh->rc[3] = vmt_monitor_notify_all(sh->m);
+  sh->rc[4] = vmt_monitor_try_enter(sh->m);
+  sh->rc[5] = vmt_sync_unlock(sh->s);
+  sh->rc[6] = vmt_sync_try_lock(sh->s);
+  sh->rc[7] = vmt_sync_timed_lock(sh->s, 2 * 1000 * 1000);
+  return NULL;
+}
+
+static void non_owners_get_errors(void **state) {
+  (void)state;
+  shared_t sh = {0};
+  assert_int_equal(vmt_monitor_create(&sh.m, "owned"), 0);
+  assert_int_equal(vmt_sync_create(&sh.s, "owned-sync"), 0);
+  assert_int_equal(vmt_monitor_enter(sh.m), 0);
+  assert_int_equal(vmt_sync_lock(sh.s), 0);
+  join(start(non_owner_calls, &sh));
+  assert_int_equal(sh.rc[0], -EPERM);
+  assert_int_equal(sh.rc[1], -EPERM);
+  assert_int_equal(sh.rc[2], -EPERM);
+  assert_int_equal(sh.rc[3], -EPERM);
+  assert_int_equal(sh.rc[4], -EBUSY);
+  assert_int_equal(sh.rc[5], -EPERM);
+  assert_int_equal(sh.rc[6], -EBUSY);
+  assert_int_equal(sh.rc[7], -ETIMEDOUT);
+  /* The owner's state is untouched by all that. */
+  assert_int_equal(vmt_sync_destroy(sh.s), -EBUSY);
+  assert_int_equal(vmt_sync_unlock(sh.s), 0);
+  assert_int_equal(vmt_monitor_exit(sh.m), 0);
+  assert_int_equal(vmt_monitor_destroy(sh.m), 0);
+  assert_int_equal(vmt_sync_destroy(sh.s), 0);
+}
+
+static void synchronizer_is_not_reentrant(void **state) {
+  (void)state;
+  vmt_sync_t *s;
+  assert_int_equal(vmt_sync_create(&s, "s"), 0);
+  assert_int_equal(vmt_sync_unlock(s), -EPERM);
+  assert_int_equal(vmt_sync_lock(s), 0);
+  assert_int_equal(vmt_sync_lock(s), -EDEADLK);
+  assert_int_equal(vmt_sync_timed_lock(s, 1000), -EDEADLK);
+  assert_int_equal(vmt_sync_try_lock(s), -EBUSY);
+  assert_int_equal(vmt_sync_unlock(s), 0);
+  assert_int_equal(vmt_sync_timed_lock(s, 0), 0);   /* free: a zero timeout still takes it */
+  assert_int_equal(vmt_sync_unlock(s), 0);
+  assert_int_equal(vmt_sync_try_lock(s), 0);
+  assert_int_equal(vmt_sync_unlock(s), 0);
+  assert_int_equal(vmt_sync_destroy(s), 0);
+}
+
+/* ---- Mutual exclusion ----------------------------------------------------------------- */
+
+#define WORKERS 4
+#define ROUNDS 5000
+
+static void *increment(void *arg) {
+  shared_t *sh = arg;
+  for (int i = 0; i < ROUNDS; i++) {
+    if (i % 2) {
+      vmt_monitor_enter(sh->m);
+      vmt_monitor_enter(sh->m);   /* reentrant on every other round */
+      sh->counter++;
+      vmt_monitor_exit(sh->m);
+      vmt_monitor_exit(sh->m);
+    } else {
+      vmt_sync_lock(sh->s);
+      vmt_monitor_enter(sh->m);
+      sh->counter++;
+      vmt_monitor_exit(sh->m);
+      vmt_sync_unlock(sh->s);
+    }
+  }
+  return NULL;
+}
+
+static void *increment_foreign(void *arg) { return increment(arg); }
+
+static void contended_enters_exclude_each_other(void **state) {
+  (void)state;
+  shared_t sh = {0};
+  assert_int_equal(vmt_monitor_create(&sh.m, "counter"), 0);
+  assert_int_equal(vmt_sync_create(&sh.s, "counter-sync"), 0);
+  vmt_thread_t *t[WORKERS];
+  for (int i = 0; i < WORKERS - 1; i++) t[i] = start(increment, &sh);
+  /* A plain pthread (no record) competes too: it has an identity but no statistics. */
+  pthread_t foreign;
+  assert_int_equal(pthread_create(&foreign, NULL, increment_foreign, &sh), 0);
+  for (int i = 0; i < WORKERS - 1; i++) join(t[i]);
+  assert_int_equal(pthread_join(foreign, NULL), 0);
+  assert_int_equal(sh.counter, (int64_t)WORKERS * ROUNDS);
+  vmt_monitor_stats_t st;
+  assert_int_equal(vmt_monitor_get_stats(sh.m, &st), 0);
+  assert_int_equal(st.enters, (uint64_t)WORKERS * ROUNDS * 3 / 2);
+  assert_true(st.contended_enters <= st.enters);
+  assert_int_equal(st.entry_waiters, 0);
+  assert_int_equal(st.owner_id, 0);
+  assert_int_equal(vmt_monitor_destroy(sh.m), 0);
+  assert_int_equal(vmt_sync_destroy(sh.s), 0);
+}
+
+/* ---- Wait and notify ------------------------------------------------------------------ */
+
+static void wait_times_out_and_restores_depth(void **state) {
+  (void)state;
+  vmt_monitor_t *m;
+  assert_int_equal(vmt_monitor_create(&m, "w"), 0);
+  assert_int_equal(vmt_monitor_wait(m, 1000), -EPERM);
+  assert_int_equal(vmt_monitor_enter(m), 0);
+  assert_int_equal(vmt_monitor_enter(m), 0);
+  int64_t t0 = mono_ns();
+  assert_int_equal(vmt_monitor_wait(m, 20 * 1000 * 1000), -ETIMEDOUT);
+  assert_true(mono_ns() - t0 >= 20 * 1000 * 1000);   /* the deadline is honoured */
+  /* Still owned, twice. */
+  assert_int_equal(vmt_monitor_exit(m), 0);
+  assert_int_equal(vmt_monitor_exit(m), 0);
+  assert_int_equal(vmt_monitor_exit(m), -EPERM);
+  vmt_monitor_stats_t st;
+  assert_int_equal(vmt_monitor_get_stats(m, &st), 0);
+  assert_int_equal(st.waits, 1);
+  assert_int_equal(st.wait_waiters, 0);
+  assert_int_equal(vmt_monitor_destroy(m), 0);
+}
+
+typedef struct waiters {
+  vmt_monitor_t *m;
+  _Atomic int waiting;
+  _Atomic int woken;
+  int rc[WORKERS];
+  _Atomic int next;
+} waiters_t;
+
+static void *waiter(void *arg) {
+  waiters_t *w = arg;
+  int me = atomic_fetch_add(&w->next, 1);
+  vmt_monitor_enter(w->m);
+  atomic_fetch_add(&w->waiting, 1);
+  w->rc[me] = vmt_monitor_wait(w->m, 0);
+  atomic_fetch_add(&w->woken, 1);
+  vmt_monitor_exit(w->m);
+  return NULL;
+}
+
+static void wait_until_waiters(waiters_t *w, uint32_t n) {
+  int64_t deadline = mono_ns() + POLL_DEADLINE_NS;
+  for (;;) {
+    vmt_monitor_stats_t st;
+    assert_int_equal(vmt_monitor_get_stats(w->m, &st), 0);
+    if (st.wait_waiters == n) return;
+    if (mono_ns() > deadline) fail_msg("%u waiters, expected %u", st.wait_waiters, n);
+    pause_1ms();
+  }
+}
+
+static void notify_wakes_one_notify_all_wakes_the_rest(void **state) {
+  (void)state;
+  waiters_t w = {0};
+  assert_int_equal(vmt_monitor_create(&w.m, "cond"), 0);
+  vmt_thread_t *t[WORKERS];
+  for (int i = 0; i < WORKERS; i++) t[i] = start(waiter, &w);
+  wait_until_waiters(&w, WORKERS);
+  assert_int_equal(vmt_monitor_destroy(w.m), -EBUSY);   /* waiters pin it */
+  for (int i = 0; i < WORKERS; i++) wait_for_state(t[i], VMT_THREAD_WAITING);
+
+  assert_int_equal(vmt_monitor_enter(w.m), 0);
+  assert_int_equal(vmt_monitor_notify(w.m), 0);
+  assert_int_equal(vmt_monitor_exit(w.m), 0);
+  wait_until_waiters(&w, WORKERS - 1);
+  int64_t deadline = mono_ns() + POLL_DEADLINE_NS;
+  while (atomic_load(&w.woken) != 1 && mono_ns() < deadline) pause_1ms();
+  assert_int_equal(atomic_load(&w.woken), 1);
+
+  assert_int_equal(vmt_monitor_enter(w.m), 0);
+  assert_int_equal(vmt_monitor_notify_all(w.m), 0);
+  assert_int_equal(vmt_monitor_exit(w.m), 0);
+  for (int i = 0; i < WORKERS; i++) join(t[i]);
+  assert_int_equal(atomic_load(&w.woken), WORKERS);
+  for (int i = 0; i < WORKERS; i++) assert_int_equal(w.rc[i], 0);
+  /* Nobody left waiting: a notify now is a no-op, not an error. */
+  assert_int_equal(vmt_monitor_enter(w.m), 0);
+  assert_int_equal(vmt_monitor_notify(w.m), 0);
+  assert_int_equal(vmt_monitor_exit(w.m), 0);
+  assert_int_equal(vmt_monitor_destroy(w.m), 0);
+}
+
+/* ---- States ----------------------------------------------------------------------------- */
+
+static void *enter_once(void *arg) {
+  shared_t *sh = arg;
+  sh->rc[0] = vmt_monitor_enter(sh->m);
+  vmt_monitor_exit(sh->m);
+  sh->rc[1] = vmt_sync_timed_lock(sh->s, 30LL * 1000 * 1000 * 1000);
+  vmt_sync_unlock(sh->s);
+  return NULL;
+}
+
+static void blocked_thread_shows_blocked_then_waiting(void **state) {
+  (void)state;
+  shared_t sh = {0};
+  assert_int_equal(vmt_monitor_create(&sh.m, "state"), 0);
+  assert_int_equal(vmt_sync_create(&sh.s, "state-sync"), 0);
+  assert_int_equal(vmt_monitor_enter(sh.m), 0);
+  assert_int_equal(vmt_sync_lock(sh.s), 0);
+  vmt_thread_t *t = start(enter_once, &sh);
+  wait_for_state(t, VMT_THREAD_BLOCKED);
+  vmt_monitor_stats_t st;
+  assert_int_equal(vmt_monitor_get_stats(sh.m, &st), 0);
+  assert_int_equal(st.entry_waiters, 1);
+  assert_int_equal(st.contended_enters, 1);
+  assert_int_equal(vmt_monitor_destroy(sh.m), -EBUSY);
+  assert_int_equal(vmt_monitor_exit(sh.m), 0);
+  /* A timed synchronizer acquisition is a timed wait (a park in Java). */
+  wait_for_state(t, VMT_THREAD_TIMED_WAITING);
+  assert_int_equal(vmt_sync_destroy(sh.s), -EBUSY);
+  assert_int_equal(vmt_sync_unlock(sh.s), 0);
+  join(t);
+  assert_int_equal(sh.rc[0], 0);
+  assert_int_equal(sh.rc[1], 0);
+  assert_int_equal(vmt_monitor_destroy(sh.m), 0);
+  assert_int_equal(vmt_sync_destroy(sh.s), 0);
+}
+
+/* ---- Park and sleep --------------------------------------------------------------------- */
+
+static void *park_forever(void *arg) {
+  (void)arg;
+  return (void *)(intptr_t)vmt_park(0);
+}
+
+static void *park_then_sleep(void *arg) {
+  (void)arg;
+  intptr_t rc = vmt_park(30LL * 1000 * 1000 * 1000);
+  vmt_sleep_ns(1000 * 1000);
+  return (void *)rc;
+}
+
+static void *park_foreign(void *arg) {
+  (void)arg;
+  return (void *)(intptr_t)vmt_park(1000);
+}
+
+static void park_and_unpark(void **state) {
+  (void)state;
+  vmt_thread_t *t = start(park_forever, NULL);
+  wait_for_state(t, VMT_THREAD_WAITING);
+  assert_int_equal(vmt_unpark(t), 0);
+  assert_int_equal((intptr_t)join(t), 0);
+
+  t = start(park_then_sleep, NULL);
+  wait_for_state(t, VMT_THREAD_TIMED_WAITING);
+  assert_int_equal(vmt_unpark(t), 0);
+  assert_int_equal((intptr_t)join(t), 0);
+
+  /* A thread without a record has no permit. */
+  pthread_t p;
+  void *rc;
+  assert_int_equal(pthread_create(&p, NULL, park_foreign, NULL), 0);
+  assert_int_equal(pthread_join(p, &rc), 0);
+  assert_int_equal((intptr_t)rc, -EPERM);
+}
+
+static void *permit_then_park(void *arg) {
+  (void)arg;
+  vmt_unpark(vmt_thread_current());   /* a permit given before park is kept */
+  int first = vmt_park(0);
+  int second = vmt_park(5 * 1000 * 1000);   /* consumed: this one times out */
+  return (void *)(intptr_t)(first == 0 && second == -ETIMEDOUT);
+}
+
+static void park_consumes_one_permit(void **state) {
+  (void)state;
+  vmt_thread_t *t = start(permit_then_park, NULL);
+  assert_int_equal((intptr_t)join(t), 1);
+}
+
+static void sleep_honours_its_deadline(void **state) {
+  (void)state;
+  assert_int_equal(vmt_sleep_ns(0), 0);
+  int64_t t0 = mono_ns();
+  assert_int_equal(vmt_sleep_ns(15 * 1000 * 1000), 0);
+  assert_true(mono_ns() - t0 >= 15 * 1000 * 1000);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(create_rejects_bad_input),
+      cmocka_unit_test(describe_shows_name_and_unique_identity),
+      cmocka_unit_test(destroyed_monitor_is_rejected_not_undefined),
+      cmocka_unit_test(reentrant_enter_and_exit_balance),
+      cmocka_unit_test(non_owners_get_errors),
+      cmocka_unit_test(synchronizer_is_not_reentrant),
+      cmocka_unit_test(contended_enters_exclude_each_other),
+      cmocka_unit_test(wait_times_out_and_restores_depth),
+      cmocka_unit_test(notify_wakes_one_notify_all_wakes_the_rest),
+      cmocka_unit_test(blocked_thread_shows_blocked_then_waiting),
+      cmocka_unit_test(park_and_unpark),
+      cmocka_unit_test(park_consumes_one_permit),
+      cmocka_unit_test(sleep_honours_its_deadline),
+  };
+  return cmocka_run_group_tests_name("monitor", tests, NULL, NULL);
+}
