@@ -39,11 +39,10 @@ static void read_edge(vmt_thread_t *t, bool include_syncs, uint32_t *seq,
     uint32_t s1 = atomic_load_explicit(&t->sync.seq, memory_order_acquire);
     if (s1 & 1) continue;
     struct vmt__lock *l =
-        (struct vmt__lock *)atomic_load_explicit(&t->sync.blocked_on, memory_order_relaxed);
+        (struct vmt__lock *)atomic_load_explicit(&t->sync.blocked_on, VMT__SEQ_R);
     if (l == NULL && include_syncs)
-      l = (struct vmt__lock *)atomic_load_explicit(&t->sync.parked_on, memory_order_relaxed);
-    atomic_thread_fence(memory_order_acquire);
-    if (atomic_load_explicit(&t->sync.seq, memory_order_relaxed) != s1) continue;
+      l = (struct vmt__lock *)atomic_load_explicit(&t->sync.parked_on, VMT__SEQ_R);
+    if (atomic_load_explicit(&t->sync.seq, VMT__SEQ_R) != s1) continue;
     *seq = s1;
     *lock = l;
     return;
@@ -55,15 +54,14 @@ static bool still_holds(vmt_thread_t *t, uint32_t seq, struct vmt__lock *lock) {
   if (atomic_load_explicit(&t->sync.seq, memory_order_acquire) != seq) return false;
   bool found = false;
   unsigned steps = 0;
-  for (struct vmt__lock *h = atomic_load_explicit(&t->sync.held_head, memory_order_relaxed);
+  for (struct vmt__lock *h = atomic_load_explicit(&t->sync.held_head, VMT__SEQ_R);
        h != NULL && steps < (1u << 20);   /* longer: a torn read through a recycled slot */
-       h = atomic_load_explicit(&h->held_next, memory_order_relaxed), steps++)
+       h = atomic_load_explicit(&h->held_next, VMT__SEQ_R), steps++)
     if (h == lock) {
       found = true;
       break;
     }
-  atomic_thread_fence(memory_order_acquire);
-  return found && atomic_load_explicit(&t->sync.seq, memory_order_relaxed) == seq;
+  return found && atomic_load_explicit(&t->sync.seq, VMT__SEQ_R) == seq;
 }
 
 /* Owner tokens are record addresses: a sorted (address, index) table maps them in O(log n). */
@@ -118,7 +116,7 @@ int vmt__find_deadlocks(bool include_syncs, int64_t **ids, size_t *count) {
     read_edge(snap->threads[i], include_syncs, &nodes[i].seq, &nodes[i].lock);
     nodes[i].next = -1;
     if (nodes[i].lock != NULL) {
-      uintptr_t owner = atomic_load_explicit(&nodes[i].lock->owner, memory_order_relaxed);
+      uintptr_t owner = atomic_load_explicit(&nodes[i].lock->owner, VMT__SEQ_R);
       if (owner != 0) nodes[i].next = index_of(table, n, owner);
     }
   }

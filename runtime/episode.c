@@ -14,8 +14,8 @@
 #include "runtime/lock.h"
 
 static inline void bump(_Atomic uint64_t *counter) {
-  atomic_store_explicit(counter, atomic_load_explicit(counter, memory_order_relaxed) + 1,
-                        memory_order_relaxed);
+  uint64_t v = atomic_load_explicit(counter, memory_order_relaxed);
+  atomic_store_explicit(counter, v + 1, VMT__SEQ_W);
 }
 
 void vmt__episode_begin(vmt_thread_t *t, vmt__episode_t *ep, vmt__episode_kind_t kind,
@@ -28,16 +28,16 @@ void vmt__episode_begin(vmt_thread_t *t, vmt__episode_t *ep, vmt__episode_kind_t
   uint32_t s = vmt__seq_begin(&t->sync.seq);
   switch (kind) {
     case VMT__EP_ENTER:
-      atomic_store_explicit(&t->sync.blocked_on, (struct vmt_monitor *)l, memory_order_relaxed);
+      atomic_store_explicit(&t->sync.blocked_on, (struct vmt_monitor *)l, VMT__SEQ_W);
       bump(&t->sync.blocked_count);
       state = VMT_THREAD_BLOCKED;
       break;
     case VMT__EP_WAIT:
-      atomic_store_explicit(&t->sync.waiting_on, (struct vmt_monitor *)l, memory_order_relaxed);
+      atomic_store_explicit(&t->sync.waiting_on, (struct vmt_monitor *)l, VMT__SEQ_W);
       bump(&t->sync.waited_count);
       break;
     case VMT__EP_SYNC:
-      atomic_store_explicit(&t->sync.parked_on, (struct vmt_sync *)l, memory_order_relaxed);
+      atomic_store_explicit(&t->sync.parked_on, (struct vmt_sync *)l, VMT__SEQ_W);
       bump(&t->sync.waited_count);
       break;
     case VMT__EP_PARK:
@@ -48,7 +48,7 @@ void vmt__episode_begin(vmt_thread_t *t, vmt__episode_t *ep, vmt__episode_kind_t
       state = VMT_THREAD_TIMED_WAITING;
       break;
   }
-  atomic_store_explicit(&t->state, state, memory_order_relaxed);
+  atomic_store_explicit(&t->state, state, VMT__SEQ_W);
   vmt__seq_end(&t->sync.seq, s);
 }
 
@@ -76,13 +76,13 @@ int64_t vmt__episode_end(vmt_thread_t *t, vmt__episode_t *ep, struct vmt__lock *
   uint32_t s = vmt__seq_begin(&t->sync.seq);
   switch (ep->kind) {
     case VMT__EP_ENTER:
-      atomic_store_explicit(&t->sync.blocked_on, NULL, memory_order_relaxed);
+      atomic_store_explicit(&t->sync.blocked_on, NULL, VMT__SEQ_W);
       break;
     case VMT__EP_WAIT:
-      atomic_store_explicit(&t->sync.waiting_on, NULL, memory_order_relaxed);
+      atomic_store_explicit(&t->sync.waiting_on, NULL, VMT__SEQ_W);
       break;
     case VMT__EP_SYNC:
-      atomic_store_explicit(&t->sync.parked_on, NULL, memory_order_relaxed);
+      atomic_store_explicit(&t->sync.parked_on, NULL, VMT__SEQ_W);
       break;
     case VMT__EP_PARK:
     case VMT__EP_SLEEP:
@@ -90,21 +90,20 @@ int64_t vmt__episode_end(vmt_thread_t *t, vmt__episode_t *ep, struct vmt__lock *
   }
   if (keep_time) {
     if (atomic_load_explicit(&t->sync.times_epoch, memory_order_relaxed) != ep->epoch) {
-      atomic_store_explicit(&t->sync.blocked_ns, 0, memory_order_relaxed);
-      atomic_store_explicit(&t->sync.waited_ns, 0, memory_order_relaxed);
-      atomic_store_explicit(&t->sync.times_epoch, ep->epoch, memory_order_relaxed);
+      atomic_store_explicit(&t->sync.blocked_ns, 0, VMT__SEQ_W);
+      atomic_store_explicit(&t->sync.waited_ns, 0, VMT__SEQ_W);
+      atomic_store_explicit(&t->sync.times_epoch, ep->epoch, VMT__SEQ_W);
     }
     _Atomic int64_t *acc = ep->kind == VMT__EP_ENTER ? &t->sync.blocked_ns : &t->sync.waited_ns;
-    atomic_store_explicit(acc, atomic_load_explicit(acc, memory_order_relaxed) + d,
-                          memory_order_relaxed);
+    atomic_store_explicit(acc, atomic_load_explicit(acc, memory_order_relaxed) + d, VMT__SEQ_W);
   }
   if (push != NULL) {
     atomic_store_explicit(&push->held_next,
                           atomic_load_explicit(&t->sync.held_head, memory_order_relaxed),
-                          memory_order_relaxed);
-    atomic_store_explicit(&t->sync.held_head, push, memory_order_relaxed);
+                          VMT__SEQ_W);
+    atomic_store_explicit(&t->sync.held_head, push, VMT__SEQ_W);
   }
-  atomic_store_explicit(&t->state, VMT_THREAD_RUNNABLE, memory_order_relaxed);
+  atomic_store_explicit(&t->state, VMT_THREAD_RUNNABLE, VMT__SEQ_W);
   vmt__seq_end(&t->sync.seq, s);
   return d;
 }

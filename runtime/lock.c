@@ -131,7 +131,7 @@ int vmt__lock_destroy(struct vmt__lock *l, uint32_t magic) {
 static void copy_name(const struct vmt__lock *l, char *buf) {
   uint64_t words[VMT__LOCK_NAME_WORDS];
   for (int i = 0; i < VMT__LOCK_NAME_WORDS; i++)
-    words[i] = atomic_load_explicit(&((struct vmt__lock *)l)->name[i], memory_order_relaxed);
+    words[i] = atomic_load_explicit(&((struct vmt__lock *)l)->name[i], VMT__SEQ_R);
   memcpy(buf, words, sizeof(words));
   buf[VMT_MONITOR_NAME_MAX] = '\0';   /* a torn read of a recycled slot stays a C string */
 }
@@ -139,19 +139,19 @@ static void copy_name(const struct vmt__lock *l, char *buf) {
 int vmt__lock_describe(const struct vmt__lock *l, char *buf, size_t len) {
   char name[VMT__LOCK_NAME_WORDS * 8];
   copy_name(l, name);
-  int32_t id = atomic_load_explicit(&((struct vmt__lock *)l)->identity, memory_order_relaxed);
+  int32_t id = atomic_load_explicit(&((struct vmt__lock *)l)->identity, VMT__SEQ_R);
   int n = snprintf(buf, len, "%s@%x", name, (unsigned)id);
   return n < 0 ? -EINVAL : n;
 }
 
 void vmt__lock_fill_desc(const struct vmt__lock *l, vmt__lock_desc_t *d) {
   bool is_sync =
-      atomic_load_explicit(&((struct vmt__lock *)l)->magic, memory_order_relaxed) ==
+      atomic_load_explicit(&((struct vmt__lock *)l)->magic, VMT__SEQ_R) ==
       VMT__LOCK_MAGIC_SYNC;
   snprintf(d->class_name, sizeof(d->class_name), "%s",
            is_sync ? "vmt.Synchronizer" : "vmt.Monitor");
   vmt__lock_describe(l, d->name, sizeof(d->name));
-  d->identity = atomic_load_explicit(&((struct vmt__lock *)l)->identity, memory_order_relaxed);
+  d->identity = atomic_load_explicit(&((struct vmt__lock *)l)->identity, VMT__SEQ_R);
   d->is_sync = is_sync;
   d->depth = -1;
 }
@@ -164,7 +164,7 @@ static bool held_unlink(_Atomic uint32_t *seq, _Atomic(struct vmt__lock *) *head
     if (p == l) {
       uint32_t s = vmt__seq_begin(seq);
       atomic_store_explicit(link, atomic_load_explicit(&l->held_next, memory_order_relaxed),
-                            memory_order_relaxed);
+                            VMT__SEQ_W);
       vmt__seq_end(seq, s);
       return true;
     }

@@ -25,9 +25,9 @@
 static int64_t times_or_disabled(const vmt_thread_t *t, _Atomic int64_t *value,
                                  uint64_t epoch) {
   if (epoch == 0) return -1;
-  if (atomic_load_explicit(&((vmt_thread_t *)t)->sync.times_epoch, memory_order_relaxed) != epoch)
+  if (atomic_load_explicit(&((vmt_thread_t *)t)->sync.times_epoch, VMT__SEQ_R) != epoch)
     return 0;
-  return atomic_load_explicit(value, memory_order_relaxed);
+  return atomic_load_explicit(value, VMT__SEQ_R);
 }
 
 int vmt__thread_lock_info(struct vmt_thread *t, bool want_held, vmt__thread_lock_info_t *out) {
@@ -43,29 +43,28 @@ int vmt__thread_lock_info(struct vmt_thread *t, bool want_held, vmt__thread_lock
     uint32_t s1 = atomic_load_explicit(&t->sync.seq, memory_order_acquire);
     if (s1 & 1) continue;
     memset(&copy, 0, sizeof(copy));
-    copy.state = atomic_load_explicit(&t->state, memory_order_relaxed);
-    struct vmt__lock *l = (struct vmt__lock *)atomic_load_explicit(&t->sync.blocked_on,
-                                                                   memory_order_relaxed);
+    copy.state = atomic_load_explicit(&t->state, VMT__SEQ_R);
+    struct vmt__lock *l = (struct vmt__lock *)atomic_load_explicit(&t->sync.blocked_on, VMT__SEQ_R);
     if (l == NULL)
-      l = (struct vmt__lock *)atomic_load_explicit(&t->sync.waiting_on, memory_order_relaxed);
+      l = (struct vmt__lock *)atomic_load_explicit(&t->sync.waiting_on, VMT__SEQ_R);
     if (l == NULL)
-      l = (struct vmt__lock *)atomic_load_explicit(&t->sync.parked_on, memory_order_relaxed);
+      l = (struct vmt__lock *)atomic_load_explicit(&t->sync.parked_on, VMT__SEQ_R);
     owner_token = 0;
     if (l != NULL) {
       copy.has_lock = true;
       vmt__lock_fill_desc(l, &copy.lock);
-      owner_token = atomic_load_explicit(&l->owner, memory_order_relaxed);
+      owner_token = atomic_load_explicit(&l->owner, VMT__SEQ_R);
     }
-    copy.blocked_count = atomic_load_explicit(&t->sync.blocked_count, memory_order_relaxed);
-    copy.waited_count = atomic_load_explicit(&t->sync.waited_count, memory_order_relaxed);
+    copy.blocked_count = atomic_load_explicit(&t->sync.blocked_count, VMT__SEQ_R);
+    copy.waited_count = atomic_load_explicit(&t->sync.waited_count, VMT__SEQ_R);
     uint64_t epoch = vmt__contention_current_epoch();
     copy.blocked_ns = times_or_disabled(t, &t->sync.blocked_ns, epoch);
     copy.waited_ns = times_or_disabled(t, &t->sync.waited_ns, epoch);
     size_t n = 0;
     bool torn = false;
     if (want_held) {
-      for (struct vmt__lock *h = atomic_load_explicit(&t->sync.held_head, memory_order_relaxed);
-           h != NULL; h = atomic_load_explicit(&h->held_next, memory_order_relaxed)) {
+      for (struct vmt__lock *h = atomic_load_explicit(&t->sync.held_head, VMT__SEQ_R);
+           h != NULL; h = atomic_load_explicit(&h->held_next, VMT__SEQ_R)) {
         if (n < cap) vmt__lock_fill_desc(h, &held[n]);
         if (++n >= HELD_WALK_LIMIT) {
           torn = true;
@@ -73,8 +72,7 @@ int vmt__thread_lock_info(struct vmt_thread *t, bool want_held, vmt__thread_lock
         }
       }
     }
-    atomic_thread_fence(memory_order_acquire);
-    if (torn || atomic_load_explicit(&t->sync.seq, memory_order_relaxed) != s1) continue;
+    if (torn || atomic_load_explicit(&t->sync.seq, VMT__SEQ_R) != s1) continue;
     if (n > cap) {
       /* Grow outside the read and copy again: allocation never happens under the lock. */
       vmt__lock_desc_t *bigger = vmt__fault_hit(VMT__FAULT_ALLOC)

@@ -23,6 +23,7 @@ static inline struct vmt__lock *as_lock(const vmt_monitor_t *m) {
 }
 
 int vmt_monitor_create(vmt_monitor_t **out, const char *name) {
+  if (out == NULL) return -EINVAL;
   struct vmt__lock *l;
   int rc = vmt__lock_create(&l, VMT__LOCK_MAGIC_MONITOR, name, "monitor");
   if (rc == 0) *out = (vmt_monitor_t *)l;

@@ -20,6 +20,7 @@ static inline struct vmt__lock *as_lock(const vmt_sync_t *s) {
 }
 
 int vmt_sync_create(vmt_sync_t **out, const char *name) {
+  if (out == NULL) return -EINVAL;
   struct vmt__lock *l;
   int rc = vmt__lock_create(&l, VMT__LOCK_MAGIC_SYNC, name, "sync");
   if (rc == 0) *out = (vmt_sync_t *)l;

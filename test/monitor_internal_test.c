@@ -152,7 +152,9 @@ static void thread_walks_through_every_state(void **state) {
   vmt__thread_lock_info_t info = info_of(t, true);
   assert_int_equal(info.held_count, 0);
   assert_null(info.held);
-  assert_int_equal(info.blocked_count, 1);
+  /* One contended enter, plus each re-entry after a notify that found the monitor still
+   * owned by the notifier (Java counts re-entries too): between 1 and 3. */
+  assert_in_range(info.blocked_count, 1, 3);
   assert_int_equal(info.waited_count, 4);   /* two waits, two parks */
   atomic_store(&s.go, 2);
   join(t);

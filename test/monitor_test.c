@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -99,9 +100,11 @@ static void describe_shows_name_and_unique_identity(void **state) {
   assert_int_equal(vmt_monitor_create(&d, NULL), 0);
   char da[300], db[300], dd[300];
   int na = vmt_monitor_describe(a, da, sizeof(da));
+  int nb = vmt_monitor_describe(b, db, sizeof(db));
+  int nd = vmt_monitor_describe(d, dd, sizeof(dd));
   assert_int_equal(na, (int)strlen(da));
-  assert_int_equal(vmt_monitor_describe(b, db, sizeof(db)), (int)strlen(db));
-  assert_int_equal(vmt_monitor_describe(d, dd, sizeof(dd)), (int)strlen(dd));
+  assert_int_equal(nb, (int)strlen(db));
+  assert_int_equal(nd, (int)strlen(dd));
   assert_memory_equal(da, "table-lock@", 11);
   assert_memory_equal(dd, "monitor@", 8);
   assert_string_not_equal(da, db);   /* same name, different identities */
