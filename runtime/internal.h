@@ -86,6 +86,12 @@ enum { VMT__REG_NONE = 0, VMT__REG_IN, VMT__REG_TOMBSTONE };
 
 #define VMT__THREAD_MAGIC 0x766d7474u   /* "vmtt" */
 
+/* The calling thread's record (started, attached or internal), NULL for any other thread.
+ * Owned by the thread module (thread_access.c); declared here too because the monitor fast
+ * paths read it inline: one %fs-relative load instead of a call to vmt_thread_current(), a
+ * fifth of the uncontended enter+exit budget (docs/monitors.md). */
+extern _Thread_local vmt_thread_t *vmt__current __attribute__((tls_model("initial-exec")));
+
 /* ---- Registry (registry.c) -------------------------------------------------------------- *
  * An immutable, id-sorted snapshot of the live threads (counted and internal), replaced
  * copy-on-write by starts and exits. A reader protects the current snapshot with a hazard

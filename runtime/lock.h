@@ -55,8 +55,9 @@ struct vmt__lock {
   uint32_t recursions;                      /* owner only: enters beyond the first */
   _Atomic uint64_t enters;                  /* owner only writes (load + store, no RMW) */
   _Atomic(struct vmt__lock *) held_next;    /* next outer lock in the owner's held list */
-  /* Slow path. */
-  _Atomic uint64_t contended_enters;
+  /* Slow path, on the next cache line: contenders bump these while the owner works on the
+   * first one. */
+  _Alignas(64) _Atomic uint64_t contended_enters;
   _Atomic uint64_t waits;
   _Atomic uint32_t entry_waiters;
   _Atomic uint32_t wait_waiters;

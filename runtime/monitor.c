@@ -62,7 +62,7 @@ static __attribute__((noinline)) int enter_slow(struct vmt__lock *l, vmt_thread_
 int vmt_monitor_enter(vmt_monitor_t *m) {
   struct vmt__lock *l = as_lock(m);
   if (l == NULL) return -EINVAL;
-  vmt_thread_t *t = vmt_thread_current();
+  vmt_thread_t *t = vmt__current;
   uintptr_t me = vmt__token(t);
   if (atomic_load_explicit(&l->owner, memory_order_relaxed) == me) return enter_recursive(l);
   if (__builtin_expect(!vmt__lock_try_acquire(l), 0)) return enter_slow(l, t, me);
@@ -75,7 +75,7 @@ int vmt_monitor_enter(vmt_monitor_t *m) {
 int vmt_monitor_try_enter(vmt_monitor_t *m) {
   struct vmt__lock *l = as_lock(m);
   if (l == NULL) return -EINVAL;
-  vmt_thread_t *t = vmt_thread_current();
+  vmt_thread_t *t = vmt__current;
   uintptr_t me = vmt__token(t);
   if (vmt__token_is_self(atomic_load_explicit(&l->owner, memory_order_relaxed), t))
     return enter_recursive(l);
@@ -89,7 +89,7 @@ int vmt_monitor_try_enter(vmt_monitor_t *m) {
 int vmt_monitor_exit(vmt_monitor_t *m) {
   struct vmt__lock *l = as_lock(m);
   if (l == NULL) return -EINVAL;
-  vmt_thread_t *t = vmt_thread_current();
+  vmt_thread_t *t = vmt__current;
   uintptr_t owner = atomic_load_explicit(&l->owner, memory_order_relaxed);
   if (__builtin_expect(owner != vmt__token(t), 0) && !vmt__token_is_self(owner, t))
     return -EPERM;

@@ -41,7 +41,7 @@ static void unlink_node(struct vmt__lock *l, vmt__wait_node_t *node) {
 }
 
 int vmt_monitor_wait(vmt_monitor_t *m, int64_t timeout_ns) {
-  vmt_thread_t *t = vmt_thread_current();
+  vmt_thread_t *t = vmt__current;
   int err = 0;
   struct vmt__lock *l = owned_lock(m, t, &err);
   if (l == NULL) return err;
@@ -94,7 +94,7 @@ int vmt_monitor_wait(vmt_monitor_t *m, int64_t timeout_ns) {
 }
 
 static int notify(vmt_monitor_t *m, bool all) {
-  vmt_thread_t *t = vmt_thread_current();
+  vmt_thread_t *t = vmt__current;
   int err = 0;
   struct vmt__lock *l = owned_lock(m, t, &err);
   if (l == NULL) return err;

@@ -13,7 +13,7 @@
 #include "runtime/lock.h"
 
 int vmt_park(int64_t timeout_ns) {
-  vmt_thread_t *t = vmt_thread_current();
+  vmt_thread_t *t = vmt__current;
   if (t == NULL) return -EPERM;
   int64_t deadline = vmt__deadline_after(timeout_ns);
   vmt__episode_t ep;
@@ -41,7 +41,7 @@ int vmt_sleep_ns(int64_t ns) {
   if (ns < 0) return -EINVAL;
   if (ns == 0) return 0;
   int64_t deadline = vmt__deadline_after(ns);
-  vmt_thread_t *t = vmt_thread_current();
+  vmt_thread_t *t = vmt__current;
   vmt__episode_t ep;
   vmt__episode_begin(t, &ep, VMT__EP_SLEEP, NULL, true);
   /* Nobody ever wakes this word: only the deadline ends the wait. */

@@ -34,7 +34,7 @@ int vmt_sync_destroy(vmt_sync_t *s) {
 static int lock_until(vmt_sync_t *s, int64_t timeout_ns, bool timed) {
   struct vmt__lock *l = as_lock(s);
   if (l == NULL) return -EINVAL;
-  vmt_thread_t *t = vmt_thread_current();
+  vmt_thread_t *t = vmt__current;
   uintptr_t me = vmt__token(t);
   if (vmt__token_is_self(atomic_load_explicit(&l->owner, memory_order_relaxed), t))
     return -EDEADLK;
@@ -67,7 +67,7 @@ int vmt_sync_timed_lock(vmt_sync_t *s, int64_t timeout_ns) {
 int vmt_sync_try_lock(vmt_sync_t *s) {
   struct vmt__lock *l = as_lock(s);
   if (l == NULL) return -EINVAL;
-  vmt_thread_t *t = vmt_thread_current();
+  vmt_thread_t *t = vmt__current;
   if (!vmt__lock_try_acquire(l)) return -EBUSY;
   atomic_store_explicit(&l->owner, vmt__token(t), memory_order_relaxed);
   vmt__lock_count_enter(l);
@@ -78,7 +78,7 @@ int vmt_sync_try_lock(vmt_sync_t *s) {
 int vmt_sync_unlock(vmt_sync_t *s) {
   struct vmt__lock *l = as_lock(s);
   if (l == NULL) return -EINVAL;
-  vmt_thread_t *t = vmt_thread_current();
+  vmt_thread_t *t = vmt__current;
   if (!vmt__token_is_self(atomic_load_explicit(&l->owner, memory_order_relaxed), t))
     return -EPERM;
   vmt__held_pop(t, l);
