@@ -1,0 +1,360 @@
+/*
+ * test/tsc_internal_test.c: the elapsed counter's machinery (os_linux/tsc_impl.h) on a fake
+ * environment: the TSC decision from fake CPUID and sysfs answers, calibration and conversion
+ * against a fake TSC and a fake CLOCK_MONOTONIC whose rates the test chooses, recalibration
+ * without steps, clamping of TSC values older than a segment, the cached variant agreeing with
+ * the seqlock one; then the real clock under concurrent readers and a recalibrating writer.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "os_linux/tsc_impl.h"
+#include "runtime/os.h"
+#include "vmthread/clock.h"
+
+/* A fake machine: "true" time advances 7 ns per clock read; the TSC runs at ticks_per_us
+ * ticks per true microsecond; CLOCK_MONOTONIC runs at (1 + mono_ppm * 1e-6) of true time from
+ * the moment mono_ppm was last changed (continuously: no step). */
+typedef struct fake {
+  int64_t true_ns;
+  uint64_t ticks_per_us;
+  int64_t mono_base, mono_base_true;
+  int64_t mono_ppm;
+  bool has_cpuid;
+  uint32_t max_ext_leaf;
+  uint32_t apm_edx;
+  const char *clocksource;   /* NULL: unreadable */
+  uint32_t leaves_read[8];
+  int n_leaves;
+} fake_t;
+
+static uint64_t fake_tsc_at(const fake_t *f, int64_t true_ns) {
+  return (uint64_t)true_ns * f->ticks_per_us / 1000;
+}
+
+static int64_t fake_mono_at(const fake_t *f, int64_t true_ns) {
+  int64_t d = true_ns - f->mono_base_true;
+  return f->mono_base + d + d * f->mono_ppm / 1000000;
+}
+
+static void fake_set_ppm(fake_t *f, int64_t ppm) {
+  f->mono_base = fake_mono_at(f, f->true_ns);
+  f->mono_base_true = f->true_ns;
+  f->mono_ppm = ppm;
+}
+
+static uint64_t fake_read_tsc(void *ctx) {
+  fake_t *f = ctx;
+  f->true_ns += 7;
+  return fake_tsc_at(f, f->true_ns);
+}
+
+static int64_t fake_read_monotonic(void *ctx) {
+  fake_t *f = ctx;
+  f->true_ns += 7;
+  return fake_mono_at(f, f->true_ns);
+}
+
+static void fake_sleep(void *ctx, int64_t ns) { ((fake_t *)ctx)->true_ns += ns; }
+
+static bool fake_cpuid(void *ctx, uint32_t leaf, uint32_t regs[4]) {
+  fake_t *f = ctx;
+  if (!f->has_cpuid) return false;
+  if (f->n_leaves < 8) f->leaves_read[f->n_leaves++] = leaf;
+  memset(regs, 0, 4 * sizeof(uint32_t));
+  if (leaf == 0x80000000u) regs[0] = f->max_ext_leaf;
+  if (leaf == 0x80000007u) regs[3] = f->apm_edx;
+  return true;
+}
+
+static int fake_clocksource(void *ctx, char *buf, size_t len) {
+  fake_t *f = ctx;
+  if (f->clocksource == NULL) return -ENOENT;
+  snprintf(buf, len, "%s", f->clocksource);
+  return 0;
+}
+
+static void fake_init(fake_t *f, vmt_os__tsc_env_t *env) {
+  memset(f, 0, sizeof(*f));
+  f->true_ns = 1000000000;      /* boot + 1 s */
+  f->mono_base = 5000000000;    /* CLOCK_MONOTONIC is not the TSC's zero */
+  f->mono_base_true = f->true_ns;
+  f->ticks_per_us = 2495;       /* a 2.495 GHz TSC: 0.4008 ns per tick */
+  f->has_cpuid = true;
+  f->max_ext_leaf = 0x80000008u;
+  f->apm_edx = 1u << 8;
+  f->clocksource = "tsc\n";
+  *env = (vmt_os__tsc_env_t){fake_read_tsc, fake_read_monotonic, fake_sleep, fake_cpuid,
+                             fake_clocksource, f};
+}
+
+static int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
+
+/* ---- Decision -------------------------------------------------------------------------- */
+
+static void decision_needs_invariant_tsc_and_tsc_clocksource(void **state) {
+  (void)state;
+  fake_t f;
+  vmt_os__tsc_env_t env;
+  const char *reason = NULL;
+
+  fake_init(&f, &env);
+  assert_true(vmt_os__tsc_decide(&env, &reason));
+  assert_non_null(strstr(reason, "invariant"));
+
+  fake_init(&f, &env);
+  f.has_cpuid = false;
+  assert_false(vmt_os__tsc_decide(&env, &reason));
+  assert_non_null(strstr(reason, "CPUID"));
+
+  /* Max extended leaf too low: leaf 0x80000007 must not even be asked. */
+  fake_init(&f, &env);
+  f.max_ext_leaf = 0x80000004u;
+  f.apm_edx = 1u << 8;   /* garbage a real CPU could return for an unsupported leaf */
+  assert_false(vmt_os__tsc_decide(&env, &reason));
+  assert_non_null(strstr(reason, "max extended leaf"));
+  for (int i = 0; i < f.n_leaves; i++) assert_int_not_equal(f.leaves_read[i], 0x80000007u);
+
+  fake_init(&f, &env);
+  f.apm_edx = 0xffffffffu & ~(1u << 8);
+  assert_false(vmt_os__tsc_decide(&env, &reason));
+  assert_non_null(strstr(reason, "not invariant"));
+
+  fake_init(&f, &env);
+  f.clocksource = "hpet\n";
+  assert_false(vmt_os__tsc_decide(&env, &reason));
+  assert_non_null(strstr(reason, "clocksource is not tsc"));
+
+  fake_init(&f, &env);
+  f.clocksource = "tsc-early\n";   /* a prefix match would be wrong */
+  assert_false(vmt_os__tsc_decide(&env, &reason));
+
+  fake_init(&f, &env);
+  f.clocksource = NULL;
+  assert_false(vmt_os__tsc_decide(&env, &reason));
+  assert_non_null(strstr(reason, "unreadable"));
+}
+
+/* ---- Calibration and conversion ------------------------------------------------------- */
+
+static void calibration_tracks_the_monotonic_clock(void **state) {
+  (void)state;
+  fake_t f;
+  vmt_os__tsc_env_t env;
+  fake_init(&f, &env);
+  vmt_os__tsc_clock_t c;
+  assert_int_equal(vmt_os__tsc_clock_init(&c, &env), 0);
+  /* 0.4008 ns per tick, << 32. */
+  uint64_t expected_mult = (uint64_t)(((unsigned __int128)1000 << 32) / 2495);
+  assert_true(abs64((int64_t)(atomic_load(&c.cur_mult) - expected_mult)) <
+              (int64_t)(expected_mult / 100000));   /* within 10 ppm */
+  /* 1 ms later (below the first recalibration): within 30 ns of the truth. */
+  f.true_ns += 1000000;
+  uint64_t t = fake_tsc_at(&f, f.true_ns);
+  assert_true(abs64(vmt_os__tsc_clock_convert(&c, t) - fake_mono_at(&f, f.true_ns)) <= 30);
+  vmt_os__tsc_clock_destroy(&c);
+}
+
+static void calibration_fails_when_the_tsc_does_not_advance(void **state) {
+  (void)state;
+  fake_t f;
+  vmt_os__tsc_env_t env;
+  fake_init(&f, &env);
+  f.ticks_per_us = 0;
+  vmt_os__tsc_clock_t c;
+  assert_int_equal(vmt_os__tsc_clock_init(&c, &env), -EINVAL);
+  vmt_os__tsc_clock_destroy(&c);
+}
+
+static void conversion_never_overflows(void **state) {
+  (void)state;
+  /* A 1 MHz counter (1000 ns/tick) and a 5 GHz one, over deltas up to 2^63 ticks: the 128-bit
+   * product must give exactly delta * mult >> 32. */
+  const uint64_t mults[] = {(uint64_t)1000 << 32, ((uint64_t)1 << 32) / 5};
+  const uint64_t deltas[] = {0, 1, 1000000007, (uint64_t)1 << 40, (uint64_t)1 << 52};
+  for (size_t i = 0; i < 2; i++) {
+    for (size_t j = 0; j < 5; j++) {
+      vmt_os__tsc_segment_t seg = {.tsc = 12345, .ns = 777, .mult = mults[i]};
+      unsigned __int128 want = ((unsigned __int128)deltas[j] * mults[i]) >> 32;
+      if (want > (unsigned __int128)(INT64_MAX - 777)) continue;
+      assert_true(vmt_os__tsc_segment_convert(&seg, 12345 + deltas[j]) == 777 + (int64_t)want);
+    }
+  }
+  /* 2^62 ticks at 0.2 ns: 9.2e17 ns, well inside int64 yet 2^62 * mult is far beyond 2^64. */
+  vmt_os__tsc_segment_t seg = {.tsc = 0, .ns = 0, .mult = ((uint64_t)1 << 32) / 5};
+  int64_t v = vmt_os__tsc_segment_convert(&seg, (uint64_t)1 << 62);
+  assert_true(v > 900000000000000000LL && v < 930000000000000000LL);
+}
+
+static void tsc_values_older_than_a_segment_are_clamped(void **state) {
+  (void)state;
+  vmt_os__tsc_segment_t seg = {.tsc = 1000000, .ns = 5000, .mult = (uint64_t)1 << 32};
+  assert_int_equal(vmt_os__tsc_segment_convert(&seg, 999999), 5000);
+  assert_int_equal(vmt_os__tsc_segment_convert(&seg, 0), 5000);
+  assert_int_equal(vmt_os__tsc_segment_convert(&seg, 1000010), 5010);
+
+  fake_t f;
+  vmt_os__tsc_env_t env;
+  fake_init(&f, &env);
+  vmt_os__tsc_clock_t c;
+  assert_int_equal(vmt_os__tsc_clock_init(&c, &env), 0);
+  int64_t now = vmt_os__tsc_clock_convert(&c, fake_tsc_at(&f, f.true_ns));
+  /* A TSC from before calibration (another CPU's lagging read): clamped, not negative, not a
+   * wrapped huge delta. */
+  int64_t past = vmt_os__tsc_clock_convert(&c, 5);
+  assert_true(past <= now);
+  assert_int_equal(past, atomic_load(&c.prev_ns));
+  vmt_os__tsc_clock_destroy(&c);
+}
+
+/* Walks fake time forward in steps, converting (which recalibrates on schedule), with the
+ * monotonic clock running ppm fast; returns the worst step between consecutive reads. */
+static void run_recalibrations(vmt_os__tsc_clock_t *c, fake_t *f, int64_t span_ns,
+                               int64_t step_ns, vmt_os__tsc_cache_t *cache) {
+  int64_t last = vmt_os__tsc_clock_convert(c, fake_tsc_at(f, f->true_ns));
+  for (int64_t t = 0; t < span_ns; t += step_ns) {
+    f->true_ns += step_ns;
+    uint64_t tsc = fake_tsc_at(f, f->true_ns);
+    int64_t v = vmt_os__tsc_clock_convert(c, tsc);
+    /* Monotonic, and no step: a read step_ns later moves by step_ns (+-0.1%: the slope). */
+    assert_true(v >= last);
+    assert_true(abs64((v - last) - step_ns) <= step_ns / 1000 + 1);
+    if (cache != NULL) assert_int_equal(vmt_os__tsc_clock_convert_cached(c, cache, tsc), v);
+    last = v;
+  }
+}
+
+static void recalibration_bends_the_slope_and_never_steps(void **state) {
+  (void)state;
+  fake_t f;
+  vmt_os__tsc_env_t env;
+  fake_init(&f, &env);
+  vmt_os__tsc_clock_t c;
+  assert_int_equal(vmt_os__tsc_clock_init(&c, &env), 0);
+  /* CLOCK_MONOTONIC now runs 200 ppm fast (NTP slewing it): the counter must follow. */
+  fake_set_ppm(&f, 200);
+  vmt_os__tsc_cache_t cache = {0};
+  run_recalibrations(&c, &f, 6000000000LL, 997000, &cache);
+  assert_true(atomic_load(&c.recalibrations) >= 8);
+  int64_t err = vmt_os__tsc_clock_convert(&c, fake_tsc_at(&f, f.true_ns)) -
+                fake_mono_at(&f, f.true_ns);
+  /* After 6 s of fake time: within 5 us of the monotonic clock (an unrecalibrated counter
+   * would be 1.2 ms off), and the slope is within 20 ppm of the new rate. */
+  assert_true(abs64(err) < 5000);
+  uint64_t want = (uint64_t)(((unsigned __int128)1000200 << 32) / 2495 / 1000);
+  assert_true(abs64((int64_t)(atomic_load(&c.cur_mult) - want)) < (int64_t)(want / 50000));
+  vmt_os__tsc_clock_destroy(&c);
+}
+
+static void an_explicit_recalibration_at_any_point_is_continuous(void **state) {
+  (void)state;
+  fake_t f;
+  vmt_os__tsc_env_t env;
+  fake_init(&f, &env);
+  vmt_os__tsc_clock_t c;
+  assert_int_equal(vmt_os__tsc_clock_init(&c, &env), 0);
+  fake_set_ppm(&f, -400);
+  f.true_ns += 3000000;
+  uint64_t before_tsc = fake_tsc_at(&f, f.true_ns);
+  int64_t before = vmt_os__tsc_clock_convert(&c, before_tsc);
+  vmt_os__tsc_clock_recalibrate(&c);
+  /* The TSC value already converted converts the same afterwards: the new segment starts
+   * after every value anyone has read. */
+  assert_true(atomic_load(&c.cur_tsc) > before_tsc);
+  assert_int_equal(vmt_os__tsc_clock_convert(&c, before_tsc), before);
+  /* Across the new segment's start, one tick apart: at most 1 ns apart. */
+  uint64_t s = atomic_load(&c.cur_tsc);
+  int64_t a = vmt_os__tsc_clock_convert(&c, s - 1), b = vmt_os__tsc_clock_convert(&c, s);
+  assert_true(b >= a && b - a <= 1);
+  vmt_os__tsc_clock_destroy(&c);
+}
+
+/* ---- The real clock under concurrency ------------------------------------------------- */
+
+typedef struct race {
+  vmt_os__tsc_clock_t *clock;
+  _Atomic int stop;
+  _Atomic int failures;
+  bool cached;
+} race_t;
+
+static void *reader(void *arg) {
+  race_t *r = arg;
+  vmt_os__tsc_cache_t cache = {0};
+  int64_t last = INT64_MIN;
+  while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
+    uint64_t t = vmt_os__tsc_real_env.read_tsc(NULL);
+    int64_t v = r->cached ? vmt_os__tsc_clock_convert_cached(r->clock, &cache, t)
+                          : vmt_os__tsc_clock_convert(r->clock, t);
+    if (v < last) atomic_fetch_add(&r->failures, 1);
+    last = v;
+  }
+  return NULL;
+}
+
+static void concurrent_readers_stay_monotonic_across_recalibrations(void **state) {
+  (void)state;
+  const char *reason;
+  if (!vmt_os__tsc_decide(&vmt_os__tsc_real_env, &reason)) {
+    skip();   /* the real-TSC race needs a usable TSC; the fake tests above still ran */
+  }
+  vmt_os__tsc_clock_t c;
+  assert_int_equal(vmt_os__tsc_clock_init(&c, &vmt_os__tsc_real_env), 0);
+  race_t r = {.clock = &c};
+  pthread_t th[2];
+  r.cached = false;
+  assert_int_equal(pthread_create(&th[0], NULL, reader, &r), 0);
+  race_t rc = r;
+  rc.cached = true;
+  assert_int_equal(pthread_create(&th[1], NULL, reader, &rc), 0);
+  for (int i = 0; i < 200; i++) vmt_os__tsc_clock_recalibrate(&c);
+  atomic_store(&r.stop, 1);
+  atomic_store(&rc.stop, 1);
+  pthread_join(th[0], NULL);
+  pthread_join(th[1], NULL);
+  assert_int_equal(atomic_load(&r.failures), 0);
+  assert_int_equal(atomic_load(&rc.failures), 0);
+  assert_true(atomic_load(&c.recalibrations) >= 200);
+  vmt_os__tsc_clock_destroy(&c);
+}
+
+static void public_elapsed_counter_says_its_source(void **state) {
+  (void)state;
+  const char *source = vmt_elapsed_source();
+  assert_true(strcmp(source, "tsc") == 0 || strcmp(source, "clock_monotonic") == 0);
+  assert_true(strlen(vmt_elapsed_source_reason()) > 0);
+  const char *reason;
+  bool usable = vmt_os__tsc_decide(&vmt_os__tsc_real_env, &reason);
+  assert_int_equal(strcmp(source, "tsc") == 0, usable);
+  printf("elapsed source: %s (%s)\n", source, vmt_elapsed_source_reason());
+  int64_t last = vmt_elapsed_nanos();
+  for (int i = 0; i < 100000; i++) {
+    int64_t v = vmt_elapsed_nanos();
+    assert_true(v >= last);
+    last = v;
+  }
+  assert_true(vmt_nanotime() > 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(decision_needs_invariant_tsc_and_tsc_clocksource),
+      cmocka_unit_test(calibration_tracks_the_monotonic_clock),
+      cmocka_unit_test(calibration_fails_when_the_tsc_does_not_advance),
+      cmocka_unit_test(conversion_never_overflows),
+      cmocka_unit_test(tsc_values_older_than_a_segment_are_clamped),
+      cmocka_unit_test(recalibration_bends_the_slope_and_never_steps),
+      cmocka_unit_test(an_explicit_recalibration_at_any_point_is_continuous),
+      cmocka_unit_test(concurrent_readers_stay_monotonic_across_recalibrations),
+      cmocka_unit_test(public_elapsed_counter_says_its_source),
+  };
+  return cmocka_run_group_tests_name("tsc_internal", tests, NULL, NULL);
+}
