@@ -9,8 +9,9 @@
  * multiply with no shared cache line to miss on (the "TscCacheTimer" idea: tails above 200 ns
  * removed). Calibration is against CLOCK_MONOTONIC, never the brand-string frequency, with
  * paired reads (monotonic, tsc, monotonic; the pair with the smallest gap of 16 wins), first
- * over 2 ms, then at doubling intervals up to 1 s against the first pair (the long baseline
- * makes the slope ever more precise). Each recalibration also corrects the offset by bending
+ * over 2 ms, then at doubling intervals up to 1 s, each slope measured since the previous pair
+ * (a 60 ns pair error over 1 s is 0.06 ppm; a baseline from the very first pair would lag
+ * behind NTP slewing CLOCK_MONOTONIC). Each recalibration also corrects the offset by bending
  * the slope (at most 500 ppm, NTP's slew bound) so the error decays over the next interval;
  * nothing ever steps.
  *
@@ -268,6 +269,8 @@ static void recalibrate_locked(vmt_os__tsc_clock_t *c) {
   atomic_store_explicit(&c->seq, seq + 2, memory_order_release);
 
   c->interval_ns = interval;
+  c->anchor_tsc = p.tsc;
+  c->anchor_ns = p.ns;
   atomic_store_explicit(&c->last_error_ns, error, memory_order_relaxed);
   atomic_fetch_add_explicit(&c->recalibrations, 1, memory_order_relaxed);
 }

@@ -65,7 +65,7 @@ typedef struct vmt_os__tsc_clock {
   _Atomic int64_t prev_ns, cur_ns;
   /* Writer-only state, under `writer`. */
   pthread_mutex_t writer;
-  uint64_t anchor_tsc;       /* first calibration pair: the long baseline of every slope */
+  uint64_t anchor_tsc;       /* the previous calibration pair: the next slope's baseline */
   int64_t anchor_ns;
   int64_t interval_ns;       /* current recalibration interval (doubles up to the maximum) */
   int64_t max_slew_ppm;      /* bound on the offset-correcting slope change */
