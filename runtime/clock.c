@@ -44,7 +44,12 @@ int64_t vmt_current_thread_cpu_time(vmt_cpu_kind_t kind) {
   switch (kind) {
     case VMT_CPU_TOTAL: return vmt_os_current_thread_cpu_time(false);
     case VMT_CPU_USER_FAST: return vmt_os_current_thread_cpu_time(true);
-    case VMT_CPU_USER: return vmt_os_current_thread_user_time_consistent(NULL);
+    case VMT_CPU_USER: {
+      /* A runtime thread's floor is shared with other threads reading it, which scale
+       * differently (os.h): honouring it keeps every reader's answers monotonic. */
+      vmt_thread_t *self = vmt_thread_current();
+      return vmt_os_current_thread_user_time_consistent(self ? &self->os : NULL);
+    }
     default: return -1;
   }
 }
