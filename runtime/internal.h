@@ -92,6 +92,15 @@ enum { VMT__REG_NONE = 0, VMT__REG_IN, VMT__REG_TOMBSTONE };
  * fifth of the uncontended enter+exit budget (docs/monitors.md). */
 extern _Thread_local vmt_thread_t *vmt__current __attribute__((tls_model("initial-exec")));
 
+/* ---- Monitors (monitor module) ---------------------------------------------------------- *
+ * Called by a runtime thread itself at the start of its exit or last detach (thread_exit.c):
+ * releases every monitor and synchronizer it still holds, whatever the recursion, and wakes
+ * their waiters, so that no lock stays owned by a record that is about to be recycled. HotSpot
+ * does the same for monitors a thread entered through JNI and never exited
+ * (ObjectSynchronizer::release_monitors_owned_by_thread, at JavaThread::exit and at
+ * DetachCurrentThread). */
+void vmt__monitor_thread_end(vmt_thread_t *t);
+
 /* ---- Registry (registry.c) -------------------------------------------------------------- *
  * An immutable, id-sorted snapshot of the live threads (counted and internal), replaced
  * copy-on-write by starts and exits. A reader protects the current snapshot with a hazard

@@ -214,3 +214,12 @@ int64_t vmt__token_owner_id(const vmt__snapshot_t *snap, uintptr_t token) {
   }
   return 0;
 }
+
+void vmt__monitor_thread_end(vmt_thread_t *t) {
+  struct vmt__lock *l;
+  while ((l = atomic_load_explicit(&t->sync.held_head, memory_order_relaxed)) != NULL) {
+    l->recursions = 0;
+    vmt__held_pop(t, l);
+    vmt__lock_release(l);
+  }
+}

@@ -4,6 +4,8 @@
  * detach of an attached thread.
  *
  * Order, and why:
+ *  0. Locks the thread still holds are released (vmt__monitor_thread_end): their waiters must
+ *     not wait for a thread that is gone, nor for the next thread to reuse this record.
  *  1. CPU time of the thread, added to its category's exited total, then the port record is
  *     marked exiting. A category sum (exited total + live threads' clocks) may count the last
  *     microseconds twice for an instant, never miss them, and never goes backwards.
@@ -22,6 +24,7 @@
 void vmt__thread_finish(vmt_thread_t *t) {
   int old_cancel;
   pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old_cancel);
+  vmt__monitor_thread_end(t);
   int64_t cpu = vmt_os_current_thread_cpu_time(false);
   if (cpu > t->cpu_at_begin_ns && t->kind != VMT__KIND_INTERNAL)
     atomic_fetch_add_explicit(&t->category->exited_cpu_ns, cpu - t->cpu_at_begin_ns,

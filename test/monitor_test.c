@@ -278,6 +278,46 @@ static void contended_enters_exclude_each_other(void **state) {
   assert_int_equal(vmt_sync_destroy(sh.s), 0);
 }
 
+static void *enter_and_return(void *arg) {
+  shared_t *sh = arg;
+  vmt_monitor_enter(sh->m);
+  vmt_monitor_enter(sh->m);
+  vmt_sync_lock(sh->s);
+  atomic_store(&sh->step, 1);
+  while (atomic_load(&sh->step) < 2) pause_1ms();
+  return NULL;   /* without exiting either */
+}
+
+static void *enter_blocked(void *arg) {
+  shared_t *sh = arg;
+  sh->rc[0] = vmt_monitor_enter(sh->m);
+  sh->rc[1] = vmt_monitor_exit(sh->m);
+  return NULL;
+}
+
+static void ending_thread_releases_what_it_holds(void **state) {
+  (void)state;
+  shared_t sh = {0};
+  assert_int_equal(vmt_monitor_create(&sh.m, "abandoned"), 0);
+  assert_int_equal(vmt_sync_create(&sh.s, "abandoned-sync"), 0);
+  vmt_thread_t *holder = start(enter_and_return, &sh);
+  while (atomic_load(&sh.step) < 1) pause_1ms();
+  vmt_thread_t *waiter = start(enter_blocked, &sh);
+  wait_for_state(waiter, VMT_THREAD_BLOCKED);
+  atomic_store(&sh.step, 2);
+  join(holder);
+  join(waiter);   /* it got the monitor the holder left behind */
+  assert_int_equal(sh.rc[0], 0);
+  assert_int_equal(sh.rc[1], 0);
+  vmt_monitor_stats_t st;
+  assert_int_equal(vmt_monitor_get_stats(sh.m, &st), 0);
+  assert_int_equal(st.owner_id, 0);
+  assert_int_equal(vmt_sync_try_lock(sh.s), 0);
+  assert_int_equal(vmt_sync_unlock(sh.s), 0);
+  assert_int_equal(vmt_monitor_destroy(sh.m), 0);
+  assert_int_equal(vmt_sync_destroy(sh.s), 0);
+}
+
 /* ---- Wait and notify ------------------------------------------------------------------ */
 
 static void wait_times_out_and_restores_depth(void **state) {
@@ -469,6 +509,7 @@ int main(void) {
       cmocka_unit_test(non_owners_get_errors),
       cmocka_unit_test(synchronizer_is_not_reentrant),
       cmocka_unit_test(contended_enters_exclude_each_other),
+      cmocka_unit_test(ending_thread_releases_what_it_holds),
       cmocka_unit_test(wait_times_out_and_restores_depth),
       cmocka_unit_test(notify_wakes_one_notify_all_wakes_the_rest),
       cmocka_unit_test(blocked_thread_shows_blocked_then_waiting),
