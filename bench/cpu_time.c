@@ -1,0 +1,219 @@
+/*
+ * bench/cpu_time.c: what one thread-CPU-time read costs, per method, in one run (issue 3).
+ *
+ * JMH "sample mode": every sample is one call timed with CLOCK_MONOTONIC (vDSO) around it;
+ * after a warm-up, the variants are sampled in interleaved rounds (round-robin blocks of 1000
+ * calls) so that load from other processes on this shared machine falls on all of them alike.
+ * The cost of the timestamps themselves is its own row ("timer_overhead"): it is inside every
+ * other row's figures, and ratios are of the raw samples.
+ *
+ * Methods: the /proc parse OpenJDK used before JDK 26 (proc_stat, and for another thread
+ * proc_stat_other), CLOCK_THREAD_CPUTIME_ID, the SCHED and VIRT clocks through
+ * pthread_getcpuclockid called on each read (what the JDK does), the pid-0 ids (-2, -3),
+ * getrusage(RUSAGE_THREAD), vmthread's current-thread total / fast user / consistent user
+ * time, and another thread's time: a bare clock_gettime on its clock id next to vmthread's
+ * validated read (total, fast user, consistent user).
+ *
+ * Uses the public API, plus the port contract (runtime/os.h) for the /proc reader it keeps
+ * as the "before".
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench/harness.h"
+#include "runtime/os.h"
+#include "vmthread.h"
+
+#define BLOCK 1000
+
+typedef struct ctx {
+  pid_t self_tid;
+  pid_t other_tid;
+  clockid_t other_clock;
+  vmt_thread_t *other;
+} ctx_t;
+
+static ctx_t g;
+
+static clockid_t with_type(clockid_t c, int type) {
+  return (clockid_t)(((uint32_t)c & ~7u) | 4u | (uint32_t)type);
+}
+
+static int64_t read_clock(clockid_t c) {
+  struct timespec ts;
+  clock_gettime(c, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* One sampler per variant, the call inlined between the two timestamps. */
+#define SAMPLER(name, expr)                                        \
+  static void sample_##name(double *out, size_t n) {               \
+    for (size_t i = 0; i < n; i++) {                               \
+      int64_t t0 = vmtb_now_ns();                                  \
+      int64_t v = (expr);                                          \
+      int64_t t1 = vmtb_now_ns();                                  \
+      VMTB_SINK(v);                                                \
+      out[i] = (double)(t1 - t0);                                  \
+    }                                                              \
+  }
+
+static int64_t proc_user(pid_t tid) {
+  int64_t user = -1, sys;
+  vmt_os_proc_thread_times(tid, &user, &sys);
+  return user;
+}
+
+static int64_t pthread_clock(int type) {
+  clockid_t c;
+  pthread_getcpuclockid(pthread_self(), &c);
+  return read_clock(with_type(c, type));
+}
+
+static int64_t rusage_user(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_THREAD, &ru);
+  return (int64_t)ru.ru_utime.tv_sec * 1000000000 + ru.ru_utime.tv_usec * 1000;
+}
+
+SAMPLER(timer_overhead, 0)
+SAMPLER(proc_stat, proc_user(g.self_tid))
+SAMPLER(thread_cputime_id, read_clock(CLOCK_THREAD_CPUTIME_ID))
+SAMPLER(sched_pthread_clock, pthread_clock(2))
+SAMPLER(virt_pthread_clock, pthread_clock(1))
+SAMPLER(sched_pid0, read_clock((clockid_t)-2))
+SAMPLER(virt_pid0, read_clock((clockid_t)-3))
+SAMPLER(getrusage, rusage_user())
+SAMPLER(vmt_cpu, vmt_current_thread_cpu_time(VMT_CPU_TOTAL))
+SAMPLER(vmt_user_fast, vmt_current_thread_cpu_time(VMT_CPU_USER_FAST))
+SAMPLER(vmt_user_consistent, vmt_current_thread_cpu_time(VMT_CPU_USER))
+SAMPLER(sched_other_clock, read_clock(g.other_clock))
+SAMPLER(vmt_other_cpu, vmt_thread_cpu_time(g.other, VMT_CPU_TOTAL))
+SAMPLER(virt_other_clock, read_clock(with_type(g.other_clock, 1)))
+SAMPLER(vmt_other_user_fast, vmt_thread_cpu_time(g.other, VMT_CPU_USER_FAST))
+SAMPLER(vmt_other_user, vmt_thread_cpu_time(g.other, VMT_CPU_USER))
+SAMPLER(proc_stat_other, proc_user(g.other_tid))
+
+typedef struct variant {
+  const char *name;
+  void (*sample)(double *, size_t);
+  bool slow;   /* the /proc reads: fewer samples keep the run short */
+  double *samples;
+  size_t n;
+} variant_t;
+
+#define V(name, slow) {#name, sample_##name, slow, NULL, 0}
+static variant_t variants[] = {
+    V(timer_overhead, false),     V(proc_stat, true),           V(thread_cputime_id, false),
+    V(sched_pthread_clock, false), V(virt_pthread_clock, false), V(sched_pid0, false),
+    V(virt_pid0, false),          V(getrusage, false),          V(vmt_cpu, false),
+    V(vmt_user_fast, false),      V(vmt_user_consistent, false), V(sched_other_clock, false),
+    V(vmt_other_cpu, false),      V(virt_other_clock, false),   V(vmt_other_user_fast, false),
+    V(vmt_other_user, false),     V(proc_stat_other, true),
+};
+#define NVARIANTS (sizeof(variants) / sizeof(variants[0]))
+
+static _Atomic int other_stop;
+
+/* The other thread: a runtime thread parked on a timed sleep (it must be alive, and must not
+ * take the second core away from the measuring thread). */
+static void *other_main(void *arg) {
+  (void)arg;
+  while (!atomic_load(&other_stop)) usleep(1000);
+  return NULL;
+}
+
+static const variant_t *find(const char *name) {
+  for (size_t i = 0; i < NVARIANTS; i++)
+    if (strcmp(variants[i].name, name) == 0) return &variants[i];
+  return NULL;
+}
+
+static double stat_of(const char *name, int which) {
+  const variant_t *v = find(name);
+  vmtb_result_t r;
+  double *copy = malloc(v->n * sizeof(double));
+  memcpy(copy, v->samples, v->n * sizeof(double));
+  vmtb_stats(copy, v->n, &r);
+  free(copy);
+  return which == 0 ? r.p50 : r.p999;
+}
+
+int main(int argc, char **argv) {
+  vmtb_options_t opts;
+  vmtb_parse_args(argc, argv, &opts, NULL);
+  size_t per_variant = opts.quick ? 20000 : opts.longrun ? 1000000 : 200000;
+  size_t per_slow = opts.quick ? 5000 : opts.longrun ? 100000 : 40000;
+
+  vmt_thread_t *self;
+  if (vmt_thread_attach(NULL, &self) != 0) return 1;
+  g.self_tid = vmt_thread_tid(self);
+  if (vmt_thread_start(&g.other, other_main, NULL) != 0) return 1;
+  g.other_tid = vmt_thread_tid(g.other);
+  g.other_clock = (clockid_t)((~(uint32_t)g.other_tid << 3) | 6u);
+
+  if (!opts.json) vmtb_describe_machine(stdout);
+  vmtb_note(&opts, "cpu_time: %zu samples per variant (%zu for /proc), interleaved blocks of "
+            "%d calls; each sample is one call between two CLOCK_MONOTONIC reads",
+            per_variant, per_slow, BLOCK);
+
+  for (size_t i = 0; i < NVARIANTS; i++) {
+    variants[i].samples = malloc((variants[i].slow ? per_slow : per_variant) * sizeof(double));
+    if (variants[i].samples == NULL) return 1;
+    variants[i].sample(variants[i].samples, BLOCK);   /* warm-up: caches, first-touch, TLS */
+  }
+  /* Interleaved rounds until every variant has its samples. */
+  bool more = true;
+  while (more) {
+    more = false;
+    for (size_t i = 0; i < NVARIANTS; i++) {
+      variant_t *v = &variants[i];
+      size_t want = v->slow ? per_slow : per_variant;
+      if (v->n >= want) continue;
+      size_t k = want - v->n < BLOCK ? want - v->n : BLOCK;
+      v->sample(v->samples + v->n, k);
+      v->n += k;
+      more = true;
+    }
+  }
+
+  vmtb_table_header(&opts, "cpu_time: one CPU-time read (ns per call, timestamps included)");
+  for (size_t i = 0; i < NVARIANTS; i++) {
+    vmtb_result_t r = {.bench = "cpu_time", .variant = variants[i].name, .unit = "ns"};
+    double *copy = malloc(variants[i].n * sizeof(double));
+    memcpy(copy, variants[i].samples, variants[i].n * sizeof(double));
+    vmtb_stats(copy, variants[i].n, &r);
+    free(copy);
+    vmtb_report(&opts, &r, NULL);
+  }
+
+  vmtb_note(&opts, "\nratios (p50 unless said; raw samples, timer_overhead p50 %.0f ns inside "
+            "each):", stat_of("timer_overhead", 0));
+  vmtb_note(&opts, "  proc_stat / vmt_user_fast            p50 %6.1fx   p99.9 %6.1fx  "
+            "(done when >= 20x, >= 10x)",
+            stat_of("proc_stat", 0) / stat_of("vmt_user_fast", 0),
+            stat_of("proc_stat", 1) / stat_of("vmt_user_fast", 1));
+  vmtb_note(&opts, "  vmt_user_consistent / vmt_user_fast      %6.2fx  (done when <= 1.6x)",
+            stat_of("vmt_user_consistent", 0) / stat_of("vmt_user_fast", 0));
+  vmtb_note(&opts, "  virt_pid0 / virt_pthread_clock           %6.2fx  (done when <= 1.0x)",
+            stat_of("virt_pid0", 0) / stat_of("virt_pthread_clock", 0));
+  vmtb_note(&opts, "  sched_pid0 / sched_pthread_clock         %6.2fx",
+            stat_of("sched_pid0", 0) / stat_of("sched_pthread_clock", 0));
+  vmtb_note(&opts, "  vmt_other_cpu / sched_other_clock        %6.2fx  (done when <= 1.2x)",
+            stat_of("vmt_other_cpu", 0) / stat_of("sched_other_clock", 0));
+  vmtb_note(&opts, "  vmt_other_user / vmt_other_cpu           %6.2fx",
+            stat_of("vmt_other_user", 0) / stat_of("vmt_other_cpu", 0));
+  vmtb_note(&opts, "  proc_stat_other / vmt_other_user         %6.2fx",
+            stat_of("proc_stat_other", 0) / stat_of("vmt_other_user", 0));
+
+  atomic_store(&other_stop, 1);
+  vmt_thread_join(g.other, NULL);
+  vmt_thread_release(g.other);
+  for (size_t i = 0; i < NVARIANTS; i++) free(variants[i].samples);
+  vmt_thread_detach();
+  return 0;
+}
