@@ -197,6 +197,23 @@ int vmt__lock_acquire_contended(struct vmt__lock *l, int64_t deadline_ns) {
   return 0;
 }
 
+int vmt__lock_enter_contended(struct vmt__lock *l, vmt_thread_t *t, uintptr_t me,
+                              vmt__episode_kind_t kind, int64_t deadline_ns, bool count_enter) {
+  atomic_fetch_add_explicit(&l->contended_enters, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&l->entry_waiters, 1, memory_order_relaxed);
+  vmt__episode_t ep;
+  vmt__episode_begin(t, &ep, kind, l, deadline_ns != VMT_OS_NO_DEADLINE);
+  int rc = vmt__lock_acquire_contended(l, deadline_ns);
+  if (rc == 0) {
+    atomic_store_explicit(&l->owner, me, memory_order_relaxed);
+    if (count_enter) vmt__lock_count_enter(l);
+  }
+  /* The push shares the episode's write section: readers never see it owned and unlisted. */
+  vmt__episode_end(t, &ep, l, rc == 0 ? l : NULL);
+  atomic_fetch_sub_explicit(&l->entry_waiters, 1, memory_order_release);
+  return rc;
+}
+
 int64_t vmt__deadline_after(int64_t timeout_ns) {
   if (timeout_ns <= 0) return VMT_OS_NO_DEADLINE;
   int64_t now = vmt_os_java_time_nanos();

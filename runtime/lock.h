@@ -185,6 +185,13 @@ static inline void vmt__lock_count_enter(struct vmt__lock *l) {
                         memory_order_relaxed);
 }
 
+/* What every successful acquisition records: the owner, the enter count, the held list. */
+static inline void vmt__lock_took(struct vmt__lock *l, vmt_thread_t *t, uintptr_t me) {
+  atomic_store_explicit(&l->owner, me, memory_order_relaxed);
+  vmt__lock_count_enter(l);
+  vmt__held_push(t, l);
+}
+
 /* ---- Blocking episodes: thread state, counts, times (episode.c) ----------------------- */
 typedef enum vmt__episode_kind {
   VMT__EP_ENTER = 0,   /* contended monitor enter or re-enter: BLOCKED, blocked count */
@@ -207,6 +214,13 @@ void vmt__episode_begin(vmt_thread_t *t, vmt__episode_t *ep, vmt__episode_kind_t
  * not NULL, pushes it on t's held list in the same write. Returns the elapsed ns (0 untimed). */
 int64_t vmt__episode_end(vmt_thread_t *t, vmt__episode_t *ep, struct vmt__lock *l,
                          struct vmt__lock *push);
+
+/* The contended acquisition, whole: counts it, publishes the episode (kind VMT__EP_ENTER for a
+ * monitor, VMT__EP_SYNC for a synchronizer), acquires before the deadline, takes ownership as
+ * me and pushes l on t's held list. count_enter is false for the re-entry after a wait, which
+ * is no new enter. 0 or -ETIMEDOUT. */
+int vmt__lock_enter_contended(struct vmt__lock *l, vmt_thread_t *t, uintptr_t me,
+                              vmt__episode_kind_t kind, int64_t deadline_ns, bool count_enter);
 
 /* ---- Contention monitoring (contention.c) --------------------------------------------- *
  * One word: odd = enabled. Each enable starts a new epoch; times recorded under an older

@@ -47,16 +47,7 @@ static __attribute__((noinline)) int enter_slow(struct vmt__lock *l, vmt_thread_
   /* Owned by us under our other identity (we attached or detached since). */
   if (vmt__token_is_self(atomic_load_explicit(&l->owner, memory_order_relaxed), t))
     return enter_recursive(l);
-  atomic_fetch_add_explicit(&l->contended_enters, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&l->entry_waiters, 1, memory_order_relaxed);
-  vmt__episode_t ep;
-  vmt__episode_begin(t, &ep, VMT__EP_ENTER, l, false);
-  vmt__lock_acquire_contended(l, VMT_OS_NO_DEADLINE);
-  atomic_store_explicit(&l->owner, me, memory_order_relaxed);
-  vmt__lock_count_enter(l);
-  vmt__episode_end(t, &ep, l, l);
-  atomic_fetch_sub_explicit(&l->entry_waiters, 1, memory_order_release);
-  return 0;
+  return vmt__lock_enter_contended(l, t, me, VMT__EP_ENTER, VMT_OS_NO_DEADLINE, true);
 }
 
 int vmt_monitor_enter(vmt_monitor_t *m) {
@@ -66,9 +57,7 @@ int vmt_monitor_enter(vmt_monitor_t *m) {
   uintptr_t me = vmt__token(t);
   if (atomic_load_explicit(&l->owner, memory_order_relaxed) == me) return enter_recursive(l);
   if (__builtin_expect(!vmt__lock_try_acquire(l), 0)) return enter_slow(l, t, me);
-  atomic_store_explicit(&l->owner, me, memory_order_relaxed);
-  vmt__lock_count_enter(l);
-  vmt__held_push(t, l);
+  vmt__lock_took(l, t, me);
   return 0;
 }
 
@@ -80,9 +69,7 @@ int vmt_monitor_try_enter(vmt_monitor_t *m) {
   if (vmt__token_is_self(atomic_load_explicit(&l->owner, memory_order_relaxed), t))
     return enter_recursive(l);
   if (!vmt__lock_try_acquire(l)) return -EBUSY;
-  atomic_store_explicit(&l->owner, me, memory_order_relaxed);
-  vmt__lock_count_enter(l);
-  vmt__held_push(t, l);
+  vmt__lock_took(l, t, me);
   return 0;
 }
 

@@ -76,13 +76,7 @@ int vmt_monitor_wait(vmt_monitor_t *m, int64_t timeout_ns) {
     atomic_store_explicit(&l->owner, me, memory_order_relaxed);
     vmt__held_push(t, l);
   } else {
-    atomic_fetch_add_explicit(&l->contended_enters, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&l->entry_waiters, 1, memory_order_relaxed);
-    vmt__episode_begin(t, &ep, VMT__EP_ENTER, l, false);
-    vmt__lock_acquire_contended(l, VMT_OS_NO_DEADLINE);
-    atomic_store_explicit(&l->owner, me, memory_order_relaxed);
-    vmt__episode_end(t, &ep, l, l);
-    atomic_fetch_sub_explicit(&l->entry_waiters, 1, memory_order_release);
+    vmt__lock_enter_contended(l, t, me, VMT__EP_ENTER, VMT_OS_NO_DEADLINE, false);
   }
   l->recursions = recursions;
   atomic_fetch_sub_explicit(&l->wait_waiters, 1, memory_order_release);

@@ -41,20 +41,9 @@ static int lock_until(vmt_sync_t *s, int64_t timeout_ns, bool timed) {
   if (!vmt__lock_try_acquire(l)) {
     if (timed && timeout_ns <= 0) return -ETIMEDOUT;   /* tryLock(0, unit) */
     int64_t deadline = timed ? vmt__deadline_after(timeout_ns) : VMT_OS_NO_DEADLINE;
-    atomic_fetch_add_explicit(&l->contended_enters, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&l->entry_waiters, 1, memory_order_relaxed);
-    vmt__episode_t ep;
-    vmt__episode_begin(t, &ep, VMT__EP_SYNC, l, timed);
-    int rc = vmt__lock_acquire_contended(l, deadline);
-    if (rc == 0) atomic_store_explicit(&l->owner, me, memory_order_relaxed);
-    if (rc == 0) vmt__lock_count_enter(l);
-    vmt__episode_end(t, &ep, l, rc == 0 ? l : NULL);
-    atomic_fetch_sub_explicit(&l->entry_waiters, 1, memory_order_release);
-    return rc;
+    return vmt__lock_enter_contended(l, t, me, VMT__EP_SYNC, deadline, true);
   }
-  atomic_store_explicit(&l->owner, me, memory_order_relaxed);
-  vmt__lock_count_enter(l);
-  vmt__held_push(t, l);
+  vmt__lock_took(l, t, me);
   return 0;
 }
 
@@ -69,9 +58,7 @@ int vmt_sync_try_lock(vmt_sync_t *s) {
   if (l == NULL) return -EINVAL;
   vmt_thread_t *t = vmt__current;
   if (!vmt__lock_try_acquire(l)) return -EBUSY;
-  atomic_store_explicit(&l->owner, vmt__token(t), memory_order_relaxed);
-  vmt__lock_count_enter(l);
-  vmt__held_push(t, l);
+  vmt__lock_took(l, t, vmt__token(t));
   return 0;
 }
 

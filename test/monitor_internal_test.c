@@ -57,16 +57,6 @@ static void describe(vmt_monitor_t *m, char *buf) {
   assert_true(vmt_monitor_describe(m, buf, VMT__LOCK_DESC_NAME_MAX) > 0);
 }
 
-static vmt_thread_t *start(vmt_thread_fn fn, void *arg) {
-  vmt_thread_t *t = NULL;
-  assert_int_equal(vmt_thread_start(&t, fn, arg), 0);
-  return t;
-}
-
-static void join(vmt_thread_t *t) {
-  assert_int_equal(vmt_thread_join(t, NULL), 0);
-  assert_int_equal(vmt_thread_release(t), 0);
-}
 
 /* ---- ThreadStateTest -------------------------------------------------------------------- */
 
@@ -117,7 +107,7 @@ static void thread_walks_through_every_state(void **state) {
   (void)state;
   script_t s = {0};
   assert_int_equal(vmt_monitor_create(&s.m, "walk"), 0);
-  vmt_thread_t *t = start(walker, &s);
+  vmt_thread_t *t = mu_start(walker, &s);
   MU_POLL_UNTIL(atomic_load(&s.phase) == 1, "phase 1");
   assert_on(t, VMT_THREAD_RUNNABLE, NULL, -1);
 
@@ -157,7 +147,7 @@ static void thread_walks_through_every_state(void **state) {
   assert_in_range(info.blocked_count, 1, 3);
   assert_int_equal(info.waited_count, 4);   /* two waits, two parks */
   atomic_store(&s.go, 2);
-  join(t);
+  mu_join(t);
   assert_int_equal(vmt_monitor_destroy(s.m), 0);
 }
 
@@ -186,7 +176,7 @@ static void blocked_count_grows_by_each_contended_enter(void **state) {
   (void)state;
   counted_t c = {0};
   assert_int_equal(vmt_monitor_create(&c.m, "blocker"), 0);
-  vmt_thread_t *t = start(block_repeatedly, &c);
+  vmt_thread_t *t = mu_start(block_repeatedly, &c);
   for (int i = 1; i <= BLOCKS; i++) {
     assert_int_equal(vmt_monitor_enter(c.m), 0);
     atomic_store(&c.go, i);
@@ -202,7 +192,7 @@ static void blocked_count_grows_by_each_contended_enter(void **state) {
   assert_int_equal(vmt_monitor_get_stats(c.m, &st), 0);
   assert_int_equal(st.contended_enters, BLOCKS);
   assert_int_equal(st.enters, 2 * BLOCKS);
-  join(t);
+  mu_join(t);
   assert_int_equal(vmt_monitor_destroy(c.m), 0);
 }
 
@@ -231,7 +221,7 @@ static void waited_count_and_time_after_wait_300ms(void **state) {
   assert_true(vmt__contention_monitoring_enabled());
   timed_t w = {0};
   assert_int_equal(vmt_monitor_create(&w.m, "timed"), 0);
-  vmt_thread_t *t = start(wait_300ms, &w);
+  vmt_thread_t *t = mu_start(wait_300ms, &w);
   MU_POLL_UNTIL(atomic_load(&w.done), "wait(300 ms) to return");
   assert_int_equal(w.rc, -ETIMEDOUT);
   vmt__thread_lock_info_t info = info_of(t, false);
@@ -241,7 +231,7 @@ static void waited_count_and_time_after_wait_300ms(void **state) {
   assert_true(info.waited_ns >= 285 * MU_MS);
   assert_true(info.blocked_ns >= 0);
   atomic_store(&w.go, 1);
-  join(t);
+  mu_join(t);
   assert_int_equal(vmt_monitor_destroy(w.m), 0);
 }
 
@@ -261,7 +251,7 @@ static void times_are_off_then_restart_from_zero(void **state) {
   assert_int_equal(vmt_monitor_create(&w.m, "toggle"), 0);
   vmt__set_contention_monitoring(false);
   assert_false(vmt__contention_monitoring_enabled());
-  vmt_thread_t *t = start(wait_briefly, &w);
+  vmt_thread_t *t = mu_start(wait_briefly, &w);
   MU_POLL_UNTIL(atomic_load(&w.done) == 1, "first wait");
   vmt__thread_lock_info_t info = info_of(t, false);
   assert_int_equal(info.waited_count, 1);   /* counts are always kept */
@@ -278,10 +268,10 @@ static void times_are_off_then_restart_from_zero(void **state) {
   assert_int_equal(info.waited_ns, 0);
   assert_int_equal(info.blocked_ns, 0);
   atomic_store(&w.go, 1);
-  join(t);
+  mu_join(t);
 
   /* A wait while monitoring is on is timed. */
-  t = start(wait_briefly, &w);
+  t = mu_start(wait_briefly, &w);
   atomic_store(&w.go, 1);
   MU_POLL_UNTIL(atomic_load(&w.done) == 2, "second wait");
   info = info_of(t, false);
@@ -297,7 +287,7 @@ static void times_are_off_then_restart_from_zero(void **state) {
   assert_true(before > 0);
   assert_int_equal(info.waited_count, 1);   /* counts survive the reset */
   atomic_store(&w.go, 2);
-  join(t);
+  mu_join(t);
   assert_int_equal(vmt_monitor_destroy(w.m), 0);
 }
 
@@ -320,7 +310,7 @@ static void blocked_time_is_kept_per_thread_and_per_monitor(void **state) {
   contend_t c = {0};
   assert_int_equal(vmt_monitor_create(&c.m, "held"), 0);
   assert_int_equal(vmt_monitor_enter(c.m), 0);
-  vmt_thread_t *t = start(enter_exit, &c);
+  vmt_thread_t *t = mu_start(enter_exit, &c);
   MU_POLL_UNTIL(vmt_thread_state(t) == VMT_THREAD_BLOCKED, "BLOCKED");
   int64_t t0 = mu_now_ns();
   while (mu_now_ns() - t0 < 20 * MU_MS) mu_pause_1ms();   /* keep it blocked a while */
@@ -332,8 +322,44 @@ static void blocked_time_is_kept_per_thread_and_per_monitor(void **state) {
   vmt_monitor_stats_t st;
   assert_int_equal(vmt_monitor_get_stats(c.m, &st), 0);
   assert_int_equal(st.blocked_time_ns, info.blocked_ns);
-  join(t);
+  mu_join(t);
   assert_int_equal(vmt_monitor_destroy(c.m), 0);
+}
+
+typedef struct syncwait {
+  vmt_sync_t *s;
+  int rc;
+} syncwait_t;
+
+static void *timed_lock(void *arg) {
+  syncwait_t *w = arg;
+  w->rc = vmt_sync_timed_lock(w->s, 60LL * 1000 * MU_MS);
+  if (w->rc == 0) vmt_sync_unlock(w->s);
+  return NULL;
+}
+
+static void synchronizer_wait_is_a_timed_wait_on_it(void **state) {
+  (void)state;
+  syncwait_t w = {0};
+  assert_int_equal(vmt_sync_create(&w.s, "rw-lock"), 0);
+  assert_int_equal(vmt_sync_lock(w.s), 0);
+  vmt_thread_t *t = mu_start(timed_lock, &w);
+  MU_POLL_UNTIL(vmt_thread_state(t) == VMT_THREAD_TIMED_WAITING, "TIMED_WAITING");
+  vmt__thread_lock_info_t info = info_of(t, false);
+  assert_int_equal(info.state, VMT_THREAD_TIMED_WAITING);
+  assert_true(info.has_lock);
+  assert_true(info.lock.is_sync);
+  assert_string_equal(info.lock.class_name, "vmt.Synchronizer");
+  char name[VMT__LOCK_DESC_NAME_MAX];
+  assert_true(vmt_sync_describe(w.s, name, sizeof(name)) > 0);
+  assert_string_equal(info.lock.name, name);
+  assert_int_equal(info.lock_owner_id, vmt_thread_id(main_thread));
+  assert_int_equal(info.waited_count, 1);   /* a park, in Java */
+  assert_int_equal(info.blocked_count, 0);
+  assert_int_equal(vmt_sync_unlock(w.s), 0);
+  mu_join(t);
+  assert_int_equal(w.rc, 0);
+  assert_int_equal(vmt_sync_destroy(w.s), 0);
 }
 
 /* ---- Locked monitors and synchronizers -------------------------------------------------- */
@@ -465,7 +491,7 @@ static void *churn_locks(void *arg) {
 static void lock_info_is_consistent_while_the_owner_churns(void **state) {
   (void)state;
   churn_t c = {0};
-  vmt_thread_t *t = start(churn_locks, &c);
+  vmt_thread_t *t = mu_start(churn_locks, &c);
   int64_t end = mu_now_ns() + 200 * MU_MS;
   size_t seen_nonempty = 0;
   while (mu_now_ns() < end || atomic_load(&c.rounds) < 100) {
@@ -479,7 +505,7 @@ static void lock_info_is_consistent_while_the_owner_churns(void **state) {
     free(info.held);
   }
   atomic_store(&c.stop, 1);
-  join(t);
+  mu_join(t);
   (void)seen_nonempty;   /* how often a copy caught locks held depends on scheduling */
 }
 
@@ -531,6 +557,7 @@ int main(void) {
       cmocka_unit_test_teardown(waited_count_and_time_after_wait_300ms, reset_after),
       cmocka_unit_test_teardown(times_are_off_then_restart_from_zero, reset_after),
       cmocka_unit_test_teardown(blocked_time_is_kept_per_thread_and_per_monitor, reset_after),
+      cmocka_unit_test_teardown(synchronizer_wait_is_a_timed_wait_on_it, reset_after),
       cmocka_unit_test_teardown(held_locks_listed_innermost_first_with_depth, reset_after),
       cmocka_unit_test_teardown(ownership_survives_an_attach_in_between, reset_after),
       cmocka_unit_test_teardown(lock_info_is_consistent_while_the_owner_churns, reset_after),

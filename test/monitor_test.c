@@ -19,43 +19,13 @@
 
 #include <cmocka.h>
 
+#include "test/monitor_util.h"
 #include "vmthread.h"
 
-#define POLL_DEADLINE_NS (10LL * 1000 * 1000 * 1000)
-
-static int64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static void pause_1ms(void) {
-  struct timespec ts = {0, 1000 * 1000};
-  nanosleep(&ts, NULL);
-}
 
 /* Polls (never a fixed sleep) until t is in state, or fails after a generous deadline. */
 static void wait_for_state(vmt_thread_t *t, vmt_thread_state_t state) {
-  int64_t deadline = mono_ns() + POLL_DEADLINE_NS;
-  while (vmt_thread_state(t) != state) {
-    if (mono_ns() > deadline)
-      fail_msg("thread stayed %s, expected %s", vmt_thread_state_name(vmt_thread_state(t)),
-               vmt_thread_state_name(state));
-    pause_1ms();
-  }
-}
-
-static vmt_thread_t *start(vmt_thread_fn fn, void *arg) {
-  vmt_thread_t *t = NULL;
-  assert_int_equal(vmt_thread_start(&t, fn, arg), 0);
-  return t;
-}
-
-static void *join(vmt_thread_t *t) {
-  void *result = NULL;
-  assert_int_equal(vmt_thread_join(t, &result), 0);
-  assert_int_equal(vmt_thread_release(t), 0);
-  return result;
+  MU_POLL_UNTIL(vmt_thread_state(t) == state, vmt_thread_state_name(state));
 }
 
 /* ---- Creation, identity, bad input ---------------------------------------------------- */
@@ -194,7 +164,7 @@ static void non_owners_get_errors(void **state) {
   assert_int_equal(vmt_sync_create(&sh.s, "owned-sync"), 0);
   assert_int_equal(vmt_monitor_enter(sh.m), 0);
   assert_int_equal(vmt_sync_lock(sh.s), 0);
-  join(start(non_owner_calls, &sh));
+  mu_join(mu_start(non_owner_calls, &sh));
   assert_int_equal(sh.rc[0], -EPERM);
   assert_int_equal(sh.rc[1], -EPERM);
   assert_int_equal(sh.rc[2], -EPERM);
@@ -261,11 +231,11 @@ static void contended_enters_exclude_each_other(void **state) {
   assert_int_equal(vmt_monitor_create(&sh.m, "counter"), 0);
   assert_int_equal(vmt_sync_create(&sh.s, "counter-sync"), 0);
   vmt_thread_t *t[WORKERS];
-  for (int i = 0; i < WORKERS - 1; i++) t[i] = start(increment, &sh);
+  for (int i = 0; i < WORKERS - 1; i++) t[i] = mu_start(increment, &sh);
   /* A plain pthread (no record) competes too: it has an identity but no statistics. */
   pthread_t foreign;
   assert_int_equal(pthread_create(&foreign, NULL, increment_foreign, &sh), 0);
-  for (int i = 0; i < WORKERS - 1; i++) join(t[i]);
+  for (int i = 0; i < WORKERS - 1; i++) mu_join(t[i]);
   assert_int_equal(pthread_join(foreign, NULL), 0);
   assert_int_equal(sh.counter, (int64_t)WORKERS * ROUNDS);
   vmt_monitor_stats_t st;
@@ -284,7 +254,7 @@ static void *enter_and_return(void *arg) {
   vmt_monitor_enter(sh->m);
   vmt_sync_lock(sh->s);
   atomic_store(&sh->step, 1);
-  while (atomic_load(&sh->step) < 2) pause_1ms();
+  while (atomic_load(&sh->step) < 2) mu_pause_1ms();
   return NULL;   /* without exiting either */
 }
 
@@ -300,13 +270,13 @@ static void ending_thread_releases_what_it_holds(void **state) {
   shared_t sh = {0};
   assert_int_equal(vmt_monitor_create(&sh.m, "abandoned"), 0);
   assert_int_equal(vmt_sync_create(&sh.s, "abandoned-sync"), 0);
-  vmt_thread_t *holder = start(enter_and_return, &sh);
-  while (atomic_load(&sh.step) < 1) pause_1ms();
-  vmt_thread_t *waiter = start(enter_blocked, &sh);
+  vmt_thread_t *holder = mu_start(enter_and_return, &sh);
+  while (atomic_load(&sh.step) < 1) mu_pause_1ms();
+  vmt_thread_t *waiter = mu_start(enter_blocked, &sh);
   wait_for_state(waiter, VMT_THREAD_BLOCKED);
   atomic_store(&sh.step, 2);
-  join(holder);
-  join(waiter);   /* it got the monitor the holder left behind */
+  mu_join(holder);
+  mu_join(waiter);   /* it got the monitor the holder left behind */
   assert_int_equal(sh.rc[0], 0);
   assert_int_equal(sh.rc[1], 0);
   vmt_monitor_stats_t st;
@@ -327,9 +297,9 @@ static void wait_times_out_and_restores_depth(void **state) {
   assert_int_equal(vmt_monitor_wait(m, 1000), -EPERM);
   assert_int_equal(vmt_monitor_enter(m), 0);
   assert_int_equal(vmt_monitor_enter(m), 0);
-  int64_t t0 = mono_ns();
+  int64_t t0 = mu_now_ns();
   assert_int_equal(vmt_monitor_wait(m, 20 * 1000 * 1000), -ETIMEDOUT);
-  assert_true(mono_ns() - t0 >= 20 * 1000 * 1000);   /* the deadline is honoured */
+  assert_true(mu_now_ns() - t0 >= 20 * 1000 * 1000);   /* the deadline is honoured */
   /* Still owned, twice. */
   assert_int_equal(vmt_monitor_exit(m), 0);
   assert_int_equal(vmt_monitor_exit(m), 0);
@@ -361,13 +331,13 @@ static void *waiter(void *arg) {
 }
 
 static void wait_until_waiters(waiters_t *w, uint32_t n) {
-  int64_t deadline = mono_ns() + POLL_DEADLINE_NS;
+  int64_t deadline = mu_now_ns() + MU_POLL_DEADLINE_NS;
   for (;;) {
     vmt_monitor_stats_t st;
     assert_int_equal(vmt_monitor_get_stats(w->m, &st), 0);
     if (st.wait_waiters == n) return;
-    if (mono_ns() > deadline) fail_msg("%u waiters, expected %u", st.wait_waiters, n);
-    pause_1ms();
+    if (mu_now_ns() > deadline) fail_msg("%u waiters, expected %u", st.wait_waiters, n);
+    mu_pause_1ms();
   }
 }
 
@@ -376,7 +346,7 @@ static void notify_wakes_one_notify_all_wakes_the_rest(void **state) {
   waiters_t w = {0};
   assert_int_equal(vmt_monitor_create(&w.m, "cond"), 0);
   vmt_thread_t *t[WORKERS];
-  for (int i = 0; i < WORKERS; i++) t[i] = start(waiter, &w);
+  for (int i = 0; i < WORKERS; i++) t[i] = mu_start(waiter, &w);
   wait_until_waiters(&w, WORKERS);
   assert_int_equal(vmt_monitor_destroy(w.m), -EBUSY);   /* waiters pin it */
   for (int i = 0; i < WORKERS; i++) wait_for_state(t[i], VMT_THREAD_WAITING);
@@ -385,14 +355,14 @@ static void notify_wakes_one_notify_all_wakes_the_rest(void **state) {
   assert_int_equal(vmt_monitor_notify(w.m), 0);
   assert_int_equal(vmt_monitor_exit(w.m), 0);
   wait_until_waiters(&w, WORKERS - 1);
-  int64_t deadline = mono_ns() + POLL_DEADLINE_NS;
-  while (atomic_load(&w.woken) != 1 && mono_ns() < deadline) pause_1ms();
+  int64_t deadline = mu_now_ns() + MU_POLL_DEADLINE_NS;
+  while (atomic_load(&w.woken) != 1 && mu_now_ns() < deadline) mu_pause_1ms();
   assert_int_equal(atomic_load(&w.woken), 1);
 
   assert_int_equal(vmt_monitor_enter(w.m), 0);
   assert_int_equal(vmt_monitor_notify_all(w.m), 0);
   assert_int_equal(vmt_monitor_exit(w.m), 0);
-  for (int i = 0; i < WORKERS; i++) join(t[i]);
+  for (int i = 0; i < WORKERS; i++) mu_join(t[i]);
   assert_int_equal(atomic_load(&w.woken), WORKERS);
   for (int i = 0; i < WORKERS; i++) assert_int_equal(w.rc[i], 0);
   /* Nobody left waiting: a notify now is a no-op, not an error. */
@@ -420,7 +390,7 @@ static void blocked_thread_shows_blocked_then_waiting(void **state) {
   assert_int_equal(vmt_sync_create(&sh.s, "state-sync"), 0);
   assert_int_equal(vmt_monitor_enter(sh.m), 0);
   assert_int_equal(vmt_sync_lock(sh.s), 0);
-  vmt_thread_t *t = start(enter_once, &sh);
+  vmt_thread_t *t = mu_start(enter_once, &sh);
   wait_for_state(t, VMT_THREAD_BLOCKED);
   vmt_monitor_stats_t st;
   assert_int_equal(vmt_monitor_get_stats(sh.m, &st), 0);
@@ -432,7 +402,7 @@ static void blocked_thread_shows_blocked_then_waiting(void **state) {
   wait_for_state(t, VMT_THREAD_TIMED_WAITING);
   assert_int_equal(vmt_sync_destroy(sh.s), -EBUSY);
   assert_int_equal(vmt_sync_unlock(sh.s), 0);
-  join(t);
+  mu_join(t);
   assert_int_equal(sh.rc[0], 0);
   assert_int_equal(sh.rc[1], 0);
   assert_int_equal(vmt_monitor_destroy(sh.m), 0);
@@ -460,15 +430,15 @@ static void *park_foreign(void *arg) {
 
 static void park_and_unpark(void **state) {
   (void)state;
-  vmt_thread_t *t = start(park_forever, NULL);
+  vmt_thread_t *t = mu_start(park_forever, NULL);
   wait_for_state(t, VMT_THREAD_WAITING);
   assert_int_equal(vmt_unpark(t), 0);
-  assert_int_equal((intptr_t)join(t), 0);
+  assert_int_equal((intptr_t)mu_join(t), 0);
 
-  t = start(park_then_sleep, NULL);
+  t = mu_start(park_then_sleep, NULL);
   wait_for_state(t, VMT_THREAD_TIMED_WAITING);
   assert_int_equal(vmt_unpark(t), 0);
-  assert_int_equal((intptr_t)join(t), 0);
+  assert_int_equal((intptr_t)mu_join(t), 0);
 
   /* A thread without a record has no permit. */
   pthread_t p;
@@ -488,16 +458,16 @@ static void *permit_then_park(void *arg) {
 
 static void park_consumes_one_permit(void **state) {
   (void)state;
-  vmt_thread_t *t = start(permit_then_park, NULL);
-  assert_int_equal((intptr_t)join(t), 1);
+  vmt_thread_t *t = mu_start(permit_then_park, NULL);
+  assert_int_equal((intptr_t)mu_join(t), 1);
 }
 
 static void sleep_honours_its_deadline(void **state) {
   (void)state;
   assert_int_equal(vmt_sleep_ns(0), 0);
-  int64_t t0 = mono_ns();
+  int64_t t0 = mu_now_ns();
   assert_int_equal(vmt_sleep_ns(15 * 1000 * 1000), 0);
-  assert_true(mono_ns() - t0 >= 15 * 1000 * 1000);
+  assert_true(mu_now_ns() - t0 >= 15 * 1000 * 1000);
 }
 
 int main(void) {

@@ -2,7 +2,7 @@
  * test/monitor_util.h: what the monitor tests share: a monotonic clock, a 1 ms pause that is
  * not a vmthread wait (it must not move the counts under test), and polling with a generous
  * deadline instead of fixed sleeps, so a slow or loaded machine delays a test but never fails
- * it.
+ * it. Include after <cmocka.h>.
  */
 #ifndef VMT_TEST_MONITOR_UTIL_H
 #define VMT_TEST_MONITOR_UTIL_H
@@ -35,5 +35,18 @@ static inline void mu_pause_1ms(void) {
       mu_pause_1ms();                                                              \
     }                                                                              \
   } while (0)
+
+static inline vmt_thread_t *mu_start(vmt_thread_fn fn, void *arg) {
+  vmt_thread_t *t = NULL;
+  assert_int_equal(vmt_thread_start(&t, fn, arg), 0);
+  return t;
+}
+
+static inline void *mu_join(vmt_thread_t *t) {
+  void *result = NULL;
+  assert_int_equal(vmt_thread_join(t, &result), 0);
+  assert_int_equal(vmt_thread_release(t), 0);
+  return result;
+}
 
 #endif /* VMT_TEST_MONITOR_UTIL_H */
