@@ -84,11 +84,14 @@ static void publish_locked(vmt__snapshot_t *ns, vmt_thread_t *add, vmt_thread_t 
   vmt__snapshot_t *cur = atomic_load_explicit(&vmt__current_snapshot, memory_order_relaxed);
   size_t n = 0;
   bool added = add == NULL;
+  vmt_thread_t *dropped = NULL;
   for (size_t i = 0; i < cur->count; i++) {
     vmt_thread_t *x = cur->threads[i];
     if (x == drop || reg_state(x) == VMT__REG_TOMBSTONE) {
       x->removed_generation = cur->generation;
       atomic_store_explicit(&x->registry_state, VMT__REG_NONE, memory_order_relaxed);
+      x->retire_next = dropped;
+      dropped = x;
       continue;
     }
     if (!added && add->id < x->id) {
@@ -104,10 +107,14 @@ static void publish_locked(vmt__snapshot_t *ns, vmt_thread_t *add, vmt_thread_t 
   atomic_store_explicit(&vmt__current_snapshot, ns, memory_order_seq_cst);
   atomic_store_explicit(&current_count, n, memory_order_relaxed);
   tombstoned = 0;
-  /* Snapshot first, then the records it dropped (the reclaimer relies on this order). */
+  /* Snapshot first, then the records it dropped (the reclaimer relies on this order). Once
+   * pushed, cur may be freed by a concurrent reclaimer: not touched again. */
   if (cur != &empty_snapshot) push_snapshot(cur);
-  for (size_t i = 0; i < cur->count; i++)
-    if (reg_state(cur->threads[i]) == VMT__REG_NONE) push_record(cur->threads[i]);
+  while (dropped) {
+    vmt_thread_t *next = dropped->retire_next;
+    push_record(dropped);
+    dropped = next;
+  }
 }
 
 static bool contains(const void *const *h, size_t n, const void *p) {
