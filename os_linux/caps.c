@@ -2,7 +2,8 @@
  * os_linux/caps.c: vmt_os_init() and the capability record. HotSpot probes the thread CPU
  * clocks once at startup (os::Linux::fast_thread_clock_init, with clock_getres); so do we, for
  * each kind of clock the port uses, and the elapsed counter decides its source here too.
- * Nothing is assumed: a kind whose probe fails is reported unsupported and its reads fail.
+ * Nothing is assumed: a kind whose probe fails is reported unsupported and its reads go through
+ * /proc instead (os_impl.h, vmt_os__proc_fallback).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -26,7 +27,19 @@ static void probe(void) {
   vmt_os__caps.user_time = clock_works(vmt_os_current_cpu_clockid(true)) &&
                            clock_works(vmt_os__thread_clock(self, VMT_OS_CPUCLOCK_VIRT)) &&
                            clock_works(vmt_os__thread_clock(self, VMT_OS_CPUCLOCK_PROF));
+  unsigned fallback = 0;
+  if (!vmt_os__caps.thread_cpu_time) fallback |= VMT_OS__PROC_THREAD_TOTAL;
+  if (!vmt_os__caps.user_time) fallback |= VMT_OS__PROC_THREAD_USER | VMT_OS__PROC_CURRENT_USER;
+  if (!vmt_os__caps.current_thread_cpu_time) fallback |= VMT_OS__PROC_CURRENT_TOTAL;
+  atomic_store_explicit(&vmt_os__proc_fallback, fallback, memory_order_relaxed);
   vmt_os__elapsed_init();
+}
+
+_Atomic unsigned vmt_os__proc_fallback;
+
+unsigned vmt_os__set_proc_fallback(unsigned mask) {
+  vmt_os_init();
+  return atomic_exchange_explicit(&vmt_os__proc_fallback, mask, memory_order_relaxed);
 }
 
 int vmt_os_init(void) {

@@ -62,7 +62,14 @@ static bool still_alive(const vmt_os_thread_t *ot) {
 int vmt_os__thread_clock_read(const vmt_os_thread_t *ot, int type, int64_t *ns) {
   pid_t tid = live_tid(ot);
   if (tid == 0) return -ESRCH;
-  int err = vmt_os__cpu_clock_read(vmt_os__thread_clock(tid, type), ns);
+  unsigned proc = type == VMT_OS_CPUCLOCK_VIRT ? VMT_OS__PROC_THREAD_USER
+                                               : VMT_OS__PROC_THREAD_TOTAL;
+  int err;
+  if (__builtin_expect(atomic_load_explicit(&vmt_os__proc_fallback, memory_order_relaxed) & proc,
+                       0))
+    err = vmt_os__proc_clock_read(tid, type, ns);
+  else
+    err = vmt_os__cpu_clock_read(vmt_os__thread_clock(tid, type), ns);
   if (err) return err == -EINVAL ? -ESRCH : err;   /* EINVAL: the task is gone */
   return still_alive(ot) ? 0 : -ESRCH;
 }
@@ -83,6 +90,13 @@ int64_t vmt_os_thread_cpu_time(const vmt_os_thread_t *ot, bool user_only, bool *
 
 int64_t vmt_os_current_thread_cpu_time(bool user_only) {
   int64_t ns;
-  if (vmt_os__cpu_clock_read(vmt_os_current_cpu_clockid(user_only), &ns) != 0) return -1;
-  return ns;
+  unsigned proc = user_only ? VMT_OS__PROC_CURRENT_USER : VMT_OS__PROC_CURRENT_TOTAL;
+  int err;
+  if (__builtin_expect(atomic_load_explicit(&vmt_os__proc_fallback, memory_order_relaxed) & proc,
+                       0))
+    err = vmt_os__proc_clock_read(vmt_os_current_tid(),
+                                  user_only ? VMT_OS_CPUCLOCK_VIRT : VMT_OS_CPUCLOCK_SCHED, &ns);
+  else
+    err = vmt_os__cpu_clock_read(vmt_os_current_cpu_clockid(user_only), &ns);
+  return err ? -1 : ns;
 }

@@ -50,6 +50,23 @@ int vmt_os__thread_clock_read(const vmt_os_thread_t *ot, int type, int64_t *ns);
 /* The capability record init fills in (caps.c). */
 extern vmt_os_caps_t vmt_os__caps;
 
+/*
+ * The /proc fallback (HotSpot's, when its clock_getres probe fails): which reads go through
+ * /proc/self/task/<tid>/stat instead of a CPU clock. Set by the probe from the clocks that do
+ * not work; 0 (every read by clock id) until then and on any normal system. Tick precision
+ * (10 ms) and ~4 us per read, but the same validation: -1 for a thread that is not there.
+ */
+#define VMT_OS__PROC_THREAD_TOTAL 1u    /* another thread's SCHED (and PROF) */
+#define VMT_OS__PROC_THREAD_USER 2u     /* another thread's VIRT */
+#define VMT_OS__PROC_CURRENT_TOTAL 4u   /* the calling thread's SCHED */
+#define VMT_OS__PROC_CURRENT_USER 8u    /* the calling thread's VIRT */
+extern _Atomic unsigned vmt_os__proc_fallback;
+/* Test seam: forces the fallback mask (after init); returns the previous one. */
+unsigned vmt_os__set_proc_fallback(unsigned mask);
+/* A clock of `type` read through /proc for tid: VIRT = utime, PROF and SCHED = utime + stime
+ * (the kernel scales both to the precise runtime). 0 or -errno (-ESRCH: no such thread). */
+int vmt_os__proc_clock_read(pid_t tid, int type, int64_t *ns);
+
 /* ---- Time sources: the elapsed counter (tsc.c) ---------------------------------------- */
 /* Decides the elapsed counter's source and calibrates it; called once by vmt_os_init(). */
 void vmt_os__elapsed_init(void);

@@ -106,3 +106,11 @@ int vmt_os_proc_thread_times(pid_t tid, int64_t *user_ns, int64_t *sys_ns) {
   *sys_ns = (int64_t)t.stime_ticks * tick;
   return 0;
 }
+
+int vmt_os__proc_clock_read(pid_t tid, int type, int64_t *ns) {
+  int64_t user, sys;
+  int err = vmt_os_proc_thread_times(tid, &user, &sys);
+  if (err) return err;
+  *ns = type == VMT_OS_CPUCLOCK_VIRT ? user : user + sys;
+  return 0;
+}

@@ -45,6 +45,9 @@ static int publish(vmt_os_thread_t *ot, pthread_t handle, clockid_t clock, pid_t
   }
   ot->handle = handle;
   ot->sched_clock = clock;
+  /* A new identity starts a new CPU-time history (after fork the surviving thread is
+   * re-bound: its clock restarted from zero, so must the consistent-user floor). */
+  atomic_store_explicit(&ot->user_time_floor_ns, 0, memory_order_relaxed);
   atomic_store_explicit(&ot->tid, tid, memory_order_release);
   vmt_os_futex_wake((_Atomic uint32_t *)&ot->tid, INT32_MAX);
   return 0;

@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "os_linux/os_impl.h"
 #include "runtime/fault.h"
 #include "runtime/os.h"
 
@@ -117,6 +118,39 @@ static void bind_self_matches_gettid(void **state) {
   bool ok = false;
   assert_true(vmt_os_thread_cpu_time(&ot, false, &ok) > 0);
   assert_true(ok);
+}
+
+static void rebinding_starts_a_new_cpu_time_history(void **state) {
+  (void)state;
+  /* What the runtime does for the surviving thread after fork: tid back to 0, bind again. */
+  vmt_os_thread_t ot;
+  memset(&ot, 0, sizeof(ot));
+  atomic_store(&ot.user_time_floor_ns, INT64_MAX / 4);
+  assert_int_equal(vmt_os_thread_bind_self(&ot), 0);
+  assert_int_equal(atomic_load(&ot.user_time_floor_ns), 0);
+  int64_t user = vmt_os_current_thread_user_time_consistent(&ot);
+  int64_t total = vmt_os_current_thread_cpu_time(false);
+  assert_true(user >= 0 && user <= total);
+}
+
+static bool clock_reads(clockid_t c) {
+  struct timespec ts;
+  return clock_gettime(c, &ts) == 0;
+}
+
+static void capabilities_match_the_clocks(void **state) {
+  (void)state;
+  const vmt_os_caps_t *caps = vmt_os_caps();
+  assert_non_null(caps);
+  pid_t tid = vmt_os_current_tid();
+  clockid_t sched = (clockid_t)((~(uint32_t)tid << 3) | 6u);
+  clockid_t virt = (clockid_t)((~(uint32_t)tid << 3) | 5u);
+  assert_int_equal(caps->thread_cpu_time, clock_reads(sched));
+  assert_int_equal(caps->current_thread_cpu_time, clock_reads(-2));
+  assert_int_equal(caps->user_time, clock_reads(virt) && clock_reads(-3));
+  /* Working clocks mean no /proc fallback. */
+  if (caps->thread_cpu_time && caps->current_thread_cpu_time && caps->user_time)
+    assert_int_equal(atomic_load(&vmt_os__proc_fallback), 0);
 }
 
 static void null_records_are_rejected(void **state) {
@@ -325,11 +359,52 @@ static void forked_child_sees_its_own_tid(void **state) {
   assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* When the clock-id probe fails, reads go through /proc: same answers (to the tick), same
+ * validation. Forced through the test seam. */
+static void proc_fallback_keeps_the_contract(void **state) {
+  (void)state;
+  unsigned old = vmt_os__set_proc_fallback(VMT_OS__PROC_THREAD_TOTAL | VMT_OS__PROC_THREAD_USER |
+                                           VMT_OS__PROC_CURRENT_TOTAL | VMT_OS__PROC_CURRENT_USER);
+  child_t live, exiting, gone;
+  child_start(&live, false, 40);
+  child_start(&exiting, true, 0);
+  child_start(&gone, false, 0);
+  child_wait_ready(&live);
+  child_wait_ready(&exiting);
+  child_finish(&gone);
+  burn_cpu_ms(20);
+  bool ok = false;
+  int64_t total = vmt_os_thread_cpu_time(&live.ot, false, &ok);
+  assert_true(ok);
+  /* 40 ms burned; /proc counts 10 ms ticks scaled to the runtime. */
+  assert_true(total >= 20 * 1000000 && total < 1000 * 1000000);
+  int64_t user = vmt_os_thread_user_time_consistent(&live.ot, &ok);
+  assert_true(ok);
+  assert_true(user >= 0 && user <= vmt_os_thread_cpu_time(&live.ot, false, &ok));
+  assert_true(vmt_os_thread_cpu_time(&live.ot, true, &ok) >= 0);
+  assert_true(ok);
+  for (int user_only = 0; user_only <= 1; user_only++) {
+    ok = true;
+    assert_int_equal(vmt_os_thread_cpu_time(&exiting.ot, user_only, &ok), -1);
+    assert_false(ok);
+    ok = true;
+    assert_int_equal(vmt_os_thread_cpu_time(&gone.ot, user_only, &ok), -1);
+    assert_false(ok);
+  }
+  assert_true(vmt_os_current_thread_cpu_time(false) >= 20 * 1000000);
+  assert_true(vmt_os_current_thread_cpu_time(true) >= 0);
+  vmt_os__set_proc_fallback(old);
+  child_finish(&live);
+  child_finish(&exiting);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(bind_publishes_the_kernel_tid_before_the_child_runs, teardown),
       cmocka_unit_test_teardown(binding_twice_keeps_the_first_publication, teardown),
       cmocka_unit_test_teardown(bind_self_matches_gettid, teardown),
+      cmocka_unit_test_teardown(rebinding_starts_a_new_cpu_time_history, teardown),
+      cmocka_unit_test_teardown(capabilities_match_the_clocks, teardown),
       cmocka_unit_test_teardown(null_records_are_rejected, teardown),
       cmocka_unit_test_teardown(tid_wait_blocks_until_published, teardown),
       cmocka_unit_test_teardown(never_started_thread_reads_minus_one, teardown),
@@ -341,6 +416,7 @@ int main(void) {
       cmocka_unit_test_teardown(clock_fault_fails_the_read_cleanly, teardown),
       cmocka_unit_test_teardown(getcpuclockid_fault_leaves_the_record_unbound, teardown),
       cmocka_unit_test_teardown(forked_child_sees_its_own_tid, teardown),
+      cmocka_unit_test_teardown(proc_fallback_keeps_the_contract, teardown),
   };
   return cmocka_run_group_tests_name("os_thread_linux_internal", tests, setup, NULL);
 }
