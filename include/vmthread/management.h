@@ -11,6 +11,8 @@
  *   count of a thread that is unknown, not started, terminated, or when measurement is
  *   disabled; NULL for the ThreadInfo of such a thread.
  * - Results are copies the caller owns, freed with the matching *_free call.
+ * - Any query that reads the thread registry may also fail with -ENOMEM (a thread's first
+ *   read allocates its reclamation slot; allocation failures are never hidden).
  * - The runtime's own internal threads (the dump thread) are never counted nor listed.
  */
 #ifndef VMTHREAD_MANAGEMENT_H
@@ -30,7 +32,8 @@ VMT_EXPORT int64_t vmt_mx_get_total_started_thread_count(void);
 VMT_EXPORT int32_t vmt_mx_get_daemon_thread_count(void);
 VMT_EXPORT void vmt_mx_reset_peak_thread_count(void);      /* peak := live */
 
-/* All live thread ids. *ids is malloc'ed (free with vmt_mx_ids_free); -EINVAL on NULL. */
+/* All live thread ids, ascending. *ids is malloc'ed, never NULL on success (free with
+ * vmt_mx_ids_free). -EINVAL on NULL, -ENOMEM. */
 VMT_EXPORT int vmt_mx_get_all_thread_ids(int64_t **ids, size_t *count);
 VMT_EXPORT void vmt_mx_ids_free(int64_t *ids);
 
@@ -80,21 +83,27 @@ typedef struct vmt_thread_info {
 } vmt_thread_info_t;
 
 /*
- * getThreadInfo(id, maxDepth): *out is NULL for an unknown or terminated thread.
- * max_depth < 0 is -EINVAL (Java's getThreadInfo(long) is max_depth 0 here... see docs: the
- * Java no-depth overloads mean "no stack trace"); use VMT_MX_MAX_DEPTH_ALL for all frames.
+ * getThreadInfo(id, maxDepth): *out is NULL for an unknown, not yet started or terminated
+ * thread. max_depth is the number of frames wanted: 0 gives no stack trace (Java's
+ * getThreadInfo(long) and getThreadInfo(long[]) are getThreadInfo(id, 0)),
+ * VMT_MX_MAX_DEPTH_ALL gives every frame (Java's Integer.MAX_VALUE). No locked monitors or
+ * synchronizers are reported (use the array form). Errors: -EINVAL (id <= 0, max_depth < 0,
+ * NULL out), -ENOMEM.
  */
 #define VMT_MX_MAX_DEPTH_ALL INT32_MAX
 VMT_EXPORT int vmt_mx_get_thread_info(int64_t id, int32_t max_depth, vmt_thread_info_t **out);
 
 /* getThreadInfo(long[] ids, boolean lockedMonitors, boolean lockedSynchronizers, int maxDepth):
- * out[i] is NULL for an unknown element. *out is an array of count pointers, freed with
- * vmt_mx_thread_info_array_free. -ENOTSUP when locked_* is asked but unsupported. */
+ * (*out)[i] is NULL for an unknown element. *out is an array of count pointers (never NULL on
+ * success, even for count 0), freed with vmt_mx_thread_info_array_free(*out, count).
+ * Errors: -EINVAL (NULL ids or out, any id <= 0, max_depth < 0), -ENOTSUP when locked_* is
+ * asked but unsupported, -ENOMEM (nothing is returned then). */
 VMT_EXPORT int vmt_mx_get_thread_info_array(const int64_t *ids, size_t count,
                                             bool locked_monitors, bool locked_synchronizers,
                                             int32_t max_depth, vmt_thread_info_t ***out);
 
-/* dumpAllThreads(lockedMonitors, lockedSynchronizers, maxDepth): every live thread. */
+/* dumpAllThreads(lockedMonitors, lockedSynchronizers, maxDepth): every live thread, sorted by
+ * id (threads that end during the call are left out). Errors as above. */
 VMT_EXPORT int vmt_mx_dump_all_threads(bool locked_monitors, bool locked_synchronizers,
                                        int32_t max_depth, vmt_thread_info_t ***out,
                                        size_t *count);
@@ -104,15 +113,28 @@ VMT_EXPORT void vmt_mx_thread_info_array_free(vmt_thread_info_t **infos, size_t 
 
 /*
  * Stack walking. The embedding VM knows its own frames: it registers a walker that fills up to
- * max frames of thread t (called from the querying thread; t is alive for the whole call).
- * Without a walker, the calling thread gets its native frames and other threads none.
- * The walker returns the number of frames written, or a negative errno.
+ * max frames of thread t, innermost first. It is called from the querying thread; t's record
+ * stays valid for the whole call, but the thread runs on and may even exit meanwhile: the VM
+ * stops or locks it by its own means. The walker returns the number of frames written, or a
+ * negative errno (that thread's trace is then empty). The strings it stores stay the VM's: the
+ * runtime copies them before the walker is called again. When it fills all max frames it may
+ * be called again with a larger buffer (up to 65536 frames). Replacing or removing (NULL) the
+ * walker waits for calls in progress; a walker must not call vmt_mx_set_stack_walker itself.
+ * Without a walker, the calling thread gets its native frames (backtrace(3), from the frame
+ * that called the management function) and other threads none.
  */
 typedef int (*vmt_mx_stack_walker_fn)(vmt_thread_t *t, vmt_stack_frame_t *frames, int32_t max,
                                       void *ctx);
 VMT_EXPORT void vmt_mx_set_stack_walker(vmt_mx_stack_walker_fn walker, void *ctx);
 
-/* ---- CPU time -------------------------------------------------------------------------- */
+/* ---- CPU time -------------------------------------------------------------------------- *
+ * Times are ns, or -1 for an unknown, not started or terminated thread and while measurement
+ * is disabled (it is enabled by default). Checks in Java's order: -EINVAL (id <= 0, a NULL
+ * pointer), then -ENOTSUP (neither thread nor current-thread CPU time supported; or only the
+ * latter and the id is not the calling thread's). User time is the consistent user time
+ * (vmthread/clock.h, VMT_CPU_USER): never above the CPU time read after it, never decreasing.
+ * The array forms (com.sun.management) fill out[i] for ids[i]: -1 for an unknown element only;
+ * -EINVAL for NULL ids, NULL out with count > 0, or any id <= 0; count 0 writes nothing. */
 VMT_EXPORT bool vmt_mx_is_thread_cpu_time_supported(void);
 VMT_EXPORT bool vmt_mx_is_current_thread_cpu_time_supported(void);
 VMT_EXPORT int vmt_mx_is_thread_cpu_time_enabled(bool *enabled);       /* -ENOTSUP */
@@ -121,7 +143,6 @@ VMT_EXPORT int vmt_mx_get_current_thread_cpu_time(int64_t *ns);        /* -1 if 
 VMT_EXPORT int vmt_mx_get_current_thread_user_time(int64_t *ns);
 VMT_EXPORT int vmt_mx_get_thread_cpu_time(int64_t id, int64_t *ns);    /* -1 unknown/disabled */
 VMT_EXPORT int vmt_mx_get_thread_user_time(int64_t id, int64_t *ns);
-/* com.sun.management array forms: out[i] = -1 for unknown ids; -EINVAL for NULL or id <= 0. */
 VMT_EXPORT int vmt_mx_get_thread_cpu_time_array(const int64_t *ids, size_t count, int64_t *out);
 VMT_EXPORT int vmt_mx_get_thread_user_time_array(const int64_t *ids, size_t count, int64_t *out);
 
@@ -135,12 +156,16 @@ VMT_EXPORT bool vmt_mx_is_synchronizer_usage_supported(void);
 
 /* ---- Deadlocks -------------------------------------------------------------------------- */
 /* Ids of threads in cycles of monitor ownership (findMonitorDeadlockedThreads) or of monitors
- * and synchronizers (findDeadlockedThreads). *ids = NULL and *count = 0 when there is none. */
+ * and synchronizers (findDeadlockedThreads). *ids = NULL and *count = 0 when there is none
+ * (Java: null); else free *ids with vmt_mx_ids_free. Errors: -EINVAL (NULL), -ENOMEM. */
 VMT_EXPORT int vmt_mx_find_monitor_deadlocked_threads(int64_t **ids, size_t *count);
 VMT_EXPORT int vmt_mx_find_deadlocked_threads(int64_t **ids, size_t *count);
 
 /* ---- Allocated bytes (jemalloc per-thread counters) ------------------------------------ */
-/* Supported only when jemalloc is the process allocator (decided at run time). */
+/* Supported only when jemalloc is the process allocator (decided at run time); every call
+ * below but the first answers -ENOTSUP otherwise. Ids are checked first (-EINVAL), as for
+ * CPU time; an unknown or ended thread, or disabled measurement, gives -1. The current thread
+ * has no count (-1) unless it was started by the runtime or attached. */
 VMT_EXPORT bool vmt_mx_is_thread_allocated_memory_supported(void);
 VMT_EXPORT int vmt_mx_is_thread_allocated_memory_enabled(bool *enabled);  /* -ENOTSUP */
 VMT_EXPORT int vmt_mx_set_thread_allocated_memory_enabled(bool enable);   /* -ENOTSUP */
@@ -152,12 +177,16 @@ VMT_EXPORT int vmt_mx_get_current_thread_allocated_bytes(int64_t *bytes);
 VMT_EXPORT int vmt_mx_get_total_thread_allocated_bytes(int64_t *bytes);
 
 /* ---- Thread dumps ----------------------------------------------------------------------- */
-/* A jstack-style dump of all threads, with a deadlock section when one exists. */
+/* A jstack-style dump of all threads, with a deadlock section when one exists (layout in
+ * docs/management.md). -EINVAL on NULL, -EIO if the stream reports an error, -ENOMEM. */
 VMT_EXPORT int vmt_mx_print_thread_dump(FILE *out);
-/* Into a malloc'ed, NUL-terminated buffer (free()); -ENOMEM. */
+/* Into a malloc'ed, NUL-terminated buffer (free()); *len excludes the NUL. -EINVAL, -ENOMEM. */
 VMT_EXPORT int vmt_mx_thread_dump_to_string(char **out, size_t *len);
 /* Opt-in: answer SIGQUIT (kill -3) with a dump to out (stderr if NULL), written by an internal
- * dump thread; the handler only wakes it. Disable restores the previous disposition. */
+ * dump thread (not counted, not listed); the handler only wakes it, and signals that arrive
+ * while a dump is pending share it. Enable: -EALREADY if enabled, -errno if the pipe, the
+ * thread or sigaction fail (nothing is left behind). Disable restores the disposition found at
+ * enable, stops the dump thread and closes the pipe; 0 also when it was not enabled. */
 VMT_EXPORT int vmt_mx_enable_sigquit_dump(FILE *out);
 VMT_EXPORT int vmt_mx_disable_sigquit_dump(void);
 

@@ -1,0 +1,98 @@
+/*
+ * runtime/mx_alloc.c: allocated bytes (com.sun.management.ThreadMXBean's
+ * getThreadAllocatedBytes, getCurrentThreadAllocatedBytes, getTotalThreadAllocatedBytes and the
+ * switch). The counts are jemalloc's own per-thread counters (thread.allocatedp), published by
+ * each runtime thread in its record (runtime/alloc.c); a reader holds a registry snapshot, so
+ * it never reads the counters of a thread whose memory is gone. When jemalloc is not the
+ * process allocator (sanitizer builds, another malloc preloaded) the counters never move, and
+ * the capability reports itself unsupported instead of answering zeros.
+ */
+#include <errno.h>
+
+#include "runtime/mx_impl.h"
+
+/* HotSpot enables allocation measurement by default (ThreadAllocatedMemory). */
+static _Atomic bool alloc_enabled = true;
+/* The largest total handed out. A thread that exits between the read of its live count and
+ * the read of the exited total is counted twice for a moment, and the next answer would be
+ * smaller; HotSpot keeps the same high-water mark in jmm_GetTotalThreadAllocatedMemory
+ * (JDK 21, services/management.cpp) so that the total never decreases. */
+static _Atomic int64_t total_high_water;
+
+bool vmt_mx_is_thread_allocated_memory_supported(void) { return vmt__alloc_supported(); }
+
+int vmt_mx_is_thread_allocated_memory_enabled(bool *enabled) {
+  if (!enabled) return -EINVAL;
+  if (!vmt__alloc_supported()) return -ENOTSUP;
+  *enabled = atomic_load_explicit(&alloc_enabled, memory_order_relaxed);
+  return 0;
+}
+
+int vmt_mx_set_thread_allocated_memory_enabled(bool enable) {
+  if (!vmt__alloc_supported()) return -ENOTSUP;
+  atomic_store_explicit(&alloc_enabled, enable, memory_order_relaxed);
+  return 0;
+}
+
+static bool measuring(void) { return atomic_load_explicit(&alloc_enabled, memory_order_relaxed); }
+
+int vmt_mx_get_thread_allocated_bytes_array(const int64_t *ids, size_t count, int64_t *out) {
+  if (!ids || (!out && count) || vmt__mx_ids_invalid(ids, count)) return -EINVAL;
+  if (!vmt__alloc_supported()) return -ENOTSUP;
+  if (!measuring()) {
+    for (size_t i = 0; i < count; i++) out[i] = -1;
+    return 0;
+  }
+  const vmt__snapshot_t *snap = vmt__registry_acquire();
+  if (!snap) return -ENOMEM;
+  size_t hint = 0;
+  for (size_t i = 0; i < count; i++) {
+    vmt_thread_t *t = vmt__mx_lookup(snap, ids[i], &hint);
+    out[i] = t ? vmt__alloc_thread_bytes(t) : -1;
+  }
+  vmt__registry_release(snap);
+  return 0;
+}
+
+int vmt_mx_get_thread_allocated_bytes(int64_t id, int64_t *bytes) {
+  if (!bytes) return -EINVAL;
+  return vmt_mx_get_thread_allocated_bytes_array(&id, 1, bytes);
+}
+
+int vmt_mx_get_current_thread_allocated_bytes(int64_t *bytes) {
+  if (!bytes) return -EINVAL;
+  if (!vmt__alloc_supported()) return -ENOTSUP;
+  vmt_thread_t *self = vmt_thread_current();
+  /* A thread that is neither started by the runtime nor attached has no published counter. */
+  *bytes = measuring() && self ? vmt__alloc_thread_bytes(self) : -1;
+  return 0;
+}
+
+int vmt_mx_get_total_thread_allocated_bytes(int64_t *bytes) {
+  if (!bytes) return -EINVAL;
+  if (!vmt__alloc_supported()) return -ENOTSUP;
+  if (!measuring()) {
+    *bytes = -1;
+    return 0;
+  }
+  /* Live threads first, then the exited total: a thread that exits in between moves its
+   * bytes from the first figure to the second and is counted (twice, at worst), never lost. */
+  int64_t total = 0;
+  const vmt__snapshot_t *snap = vmt__registry_acquire();
+  if (!snap) return -ENOMEM;
+  for (size_t i = 0; i < snap->count; i++) {
+    vmt_thread_t *t = snap->threads[i];
+    if (!vmt__thread_is_listed(t)) continue;
+    int64_t b = vmt__alloc_thread_bytes(t);
+    if (b > 0) total += b;
+  }
+  vmt__registry_release(snap);
+  total += vmt__alloc_exited_total();
+  int64_t seen = atomic_load_explicit(&total_high_water, memory_order_relaxed);
+  while (total > seen &&
+         !atomic_compare_exchange_weak_explicit(&total_high_water, &seen, total,
+                                                memory_order_relaxed, memory_order_relaxed)) {
+  }
+  *bytes = total > seen ? total : seen;
+  return 0;
+}

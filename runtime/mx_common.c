@@ -1,0 +1,46 @@
+/*
+ * runtime/mx_common.c: helpers every management file uses: the one-time port probe, the
+ * id check Java performs before anything else, and the id lookup in a registry snapshot.
+ */
+#include <pthread.h>
+
+#include "runtime/mx_impl.h"
+
+static pthread_once_t mx_once = PTHREAD_ONCE_INIT;
+
+static void mx_init_once(void) {
+  /* A failed probe leaves the capabilities false, which the queries report as -ENOTSUP. */
+  (void)vmt_os_init();
+}
+
+void vmt__mx_init(void) { pthread_once(&mx_once, mx_init_once); }
+
+bool vmt__mx_ids_invalid(const int64_t *ids, size_t count) {
+  for (size_t i = 0; i < count; i++)
+    if (ids[i] <= 0) return true;
+  return false;
+}
+
+vmt_thread_t *vmt__mx_lookup(const vmt__snapshot_t *snap, int64_t id, size_t *hint) {
+  size_t n = snap->count;
+  vmt_thread_t *t = NULL;
+  size_t at;
+  if (hint && *hint < n && snap->threads[*hint]->id == id) {
+    at = *hint;
+    t = snap->threads[at];
+  } else {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (snap->threads[mid]->id < id)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    at = lo;
+    if (lo < n && snap->threads[lo]->id == id) t = snap->threads[lo];
+  }
+  if (hint) *hint = at + 1;
+  if (t && !vmt__thread_is_listed(t)) return NULL;
+  return t;
+}

@@ -1,0 +1,135 @@
+/*
+ * runtime/mx_cpu.c: thread CPU and user time (getThreadCpuTime, getThreadUserTime, their
+ * current-thread and com.sun.management array forms) and the measurement switch.
+ *
+ * A read never trusts a pthread_t: it goes through the thread's record in a protected registry
+ * snapshot and the port layer's vmt_os_thread_cpu_time, which answers -1 once the thread is
+ * exiting (before the kernel can recycle its tid). An array sweep protects one snapshot for all
+ * its ids, so its cost is one clock_gettime per thread plus a lookup that checks the previous
+ * position first (ids come sorted from getAllThreadIds): docs/management.md has the figures.
+ * User time is the port layer's consistent user time, never above the total.
+ */
+#include <errno.h>
+
+#include "runtime/mx_impl.h"
+
+/* HotSpot enables thread CPU time by default (ThreadService::_thread_cpu_time_enabled). */
+static _Atomic bool cpu_time_enabled = true;
+
+bool vmt__mx_cpu_time_enabled(void) {
+  return atomic_load_explicit(&cpu_time_enabled, memory_order_relaxed);
+}
+
+bool vmt_mx_is_thread_cpu_time_supported(void) {
+  vmt__mx_init();
+  return vmt_os_caps()->thread_cpu_time;
+}
+
+bool vmt_mx_is_current_thread_cpu_time_supported(void) {
+  vmt__mx_init();
+  return vmt_os_caps()->current_thread_cpu_time;
+}
+
+static bool any_cpu_time_supported(void) {
+  return vmt_mx_is_thread_cpu_time_supported() || vmt_mx_is_current_thread_cpu_time_supported();
+}
+
+int vmt_mx_is_thread_cpu_time_enabled(bool *enabled) {
+  if (!enabled) return -EINVAL;
+  if (!any_cpu_time_supported()) return -ENOTSUP;
+  *enabled = vmt__mx_cpu_time_enabled();
+  return 0;
+}
+
+int vmt_mx_set_thread_cpu_time_enabled(bool enable) {
+  if (!any_cpu_time_supported()) return -ENOTSUP;
+  atomic_store_explicit(&cpu_time_enabled, enable, memory_order_relaxed);
+  return 0;
+}
+
+int vmt_mx_get_current_thread_cpu_time(int64_t *ns) {
+  if (!ns) return -EINVAL;
+  if (!vmt_mx_is_current_thread_cpu_time_supported()) return -ENOTSUP;
+  *ns = vmt__mx_cpu_time_enabled() ? vmt_os_current_thread_cpu_time(false) : -1;
+  return 0;
+}
+
+int vmt_mx_get_current_thread_user_time(int64_t *ns) {
+  if (!ns) return -EINVAL;
+  if (!vmt_mx_is_current_thread_cpu_time_supported()) return -ENOTSUP;
+  if (!vmt__mx_cpu_time_enabled()) {
+    *ns = -1;
+    return 0;
+  }
+  vmt_thread_t *self = vmt_thread_current();
+  *ns = vmt_os_current_thread_user_time_consistent(self ? &self->os : NULL);
+  return 0;
+}
+
+int64_t vmt__mx_thread_cpu_ns(vmt_thread_t *t) {
+  if (!vmt__mx_cpu_time_enabled()) return -1;
+  /* The calling thread's own pid-0 clock skips the kernel's pid lookup. */
+  if (t == vmt_thread_current()) return vmt_os_current_thread_cpu_time(false);
+  if (!vmt_os_caps()->thread_cpu_time) return -1;
+  bool ok = false;
+  int64_t ns = vmt_os_thread_cpu_time(&t->os, false, &ok);
+  return ok ? ns : -1;
+}
+
+int64_t vmt__mx_thread_user_ns(vmt_thread_t *t) {
+  if (!vmt__mx_cpu_time_enabled()) return -1;
+  if (t == vmt_thread_current()) return vmt_os_current_thread_user_time_consistent(&t->os);
+  if (!vmt_os_caps()->thread_cpu_time) return -1;
+  bool ok = false;
+  int64_t ns = vmt_os_thread_user_time_consistent(&t->os, &ok);
+  return ok ? ns : -1;
+}
+
+/* Java's verifyThreadCpuTime: ids first, then support; only the calling thread may be asked
+ * about when just current-thread CPU time is supported. */
+static int check_cpu_query(const int64_t *ids, size_t count, const int64_t *out) {
+  if (!ids || (!out && count) || vmt__mx_ids_invalid(ids, count)) return -EINVAL;
+  if (!any_cpu_time_supported()) return -ENOTSUP;
+  if (!vmt_mx_is_thread_cpu_time_supported()) {
+    vmt_thread_t *self = vmt_thread_current();
+    for (size_t i = 0; i < count; i++)
+      if (!self || ids[i] != self->id) return -ENOTSUP;
+  }
+  return 0;
+}
+
+static int time_array(const int64_t *ids, size_t count, int64_t *out, bool user) {
+  int rc = check_cpu_query(ids, count, out);
+  if (rc) return rc;
+  if (!vmt__mx_cpu_time_enabled()) {
+    for (size_t i = 0; i < count; i++) out[i] = -1;
+    return 0;
+  }
+  const vmt__snapshot_t *snap = vmt__registry_acquire();
+  if (!snap) return -ENOMEM;
+  size_t hint = 0;
+  for (size_t i = 0; i < count; i++) {
+    vmt_thread_t *t = vmt__mx_lookup(snap, ids[i], &hint);
+    out[i] = !t ? -1 : user ? vmt__mx_thread_user_ns(t) : vmt__mx_thread_cpu_ns(t);
+  }
+  vmt__registry_release(snap);
+  return 0;
+}
+
+int vmt_mx_get_thread_cpu_time(int64_t id, int64_t *ns) {
+  if (!ns) return -EINVAL;
+  return time_array(&id, 1, ns, false);
+}
+
+int vmt_mx_get_thread_user_time(int64_t id, int64_t *ns) {
+  if (!ns) return -EINVAL;
+  return time_array(&id, 1, ns, true);
+}
+
+int vmt_mx_get_thread_cpu_time_array(const int64_t *ids, size_t count, int64_t *out) {
+  return time_array(ids, count, out, false);
+}
+
+int vmt_mx_get_thread_user_time_array(const int64_t *ids, size_t count, int64_t *out) {
+  return time_array(ids, count, out, true);
+}

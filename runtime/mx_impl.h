@@ -1,0 +1,70 @@
+/*
+ * runtime/mx_impl.h: what the management files (runtime/mx_*.c) share. The management module
+ * sits on top of the registry, the monitor module and the port layer and only reads them: every
+ * query protects one registry snapshot, looks threads up in it, copies what it reports, and
+ * releases the snapshot before returning. Hidden.
+ */
+#ifndef VMT_RUNTIME_MX_IMPL_H
+#define VMT_RUNTIME_MX_IMPL_H
+
+#include <stdlib.h>
+
+#include "runtime/internal.h"
+
+/* Probes the port layer once (vmt_os_init is idempotent; this only saves the call). */
+void vmt__mx_init(void);
+
+/* malloc/calloc behind the VMT__FAULT_ALLOC seam, so tests can fail any allocation. */
+static inline void *vmt__mx_malloc(size_t n) {
+  if (vmt__fault_hit(VMT__FAULT_ALLOC)) return NULL;
+  return malloc(n);
+}
+static inline void *vmt__mx_calloc(size_t n, size_t size) {
+  if (vmt__fault_hit(VMT__FAULT_ALLOC)) return NULL;
+  return calloc(n, size);
+}
+
+/*
+ * The listed thread with this id in snap, or NULL (unknown, internal, or terminated). *hint is
+ * the index where the previous lookup ended: id arrays usually come sorted (they come from
+ * vmt_mx_get_all_thread_ids), and checking the hint first saves the binary search's ten
+ * dependent loads per id in a sweep of 1000 threads. hint may be NULL.
+ */
+vmt_thread_t *vmt__mx_lookup(const vmt__snapshot_t *snap, int64_t id, size_t *hint);
+
+/* True if any of the count ids is <= 0 (Java: IllegalArgumentException). */
+bool vmt__mx_ids_invalid(const int64_t *ids, size_t count);
+
+/* CPU time switch (mx_cpu.c): enabled by default, as in HotSpot. */
+bool vmt__mx_cpu_time_enabled(void);
+/* CPU and consistent user time of a protected, listed thread; -1 when disabled, unsupported
+ * or when the thread is exiting. */
+int64_t vmt__mx_thread_cpu_ns(vmt_thread_t *t);
+int64_t vmt__mx_thread_user_ns(vmt_thread_t *t);
+
+/*
+ * Stack capture (mx_stack.c). Frames of t, at most max_depth, into a malloc'ed array of frames
+ * whose strings are malloc'ed too (free with vmt__mx_frames_free). With a registered walker the
+ * walker's frames; else, for the calling thread, its native frames above caller_pc (the return
+ * address into the application of the public call, so the runtime's own frames are not shown);
+ * else none. 0 or -ENOMEM.
+ */
+int vmt__mx_capture_frames(vmt_thread_t *t, int32_t max_depth, const void *caller_pc,
+                           vmt_stack_frame_t **frames, size_t *count);
+void vmt__mx_frames_free(vmt_stack_frame_t *frames, size_t count);
+
+/* ThreadInfo of a protected thread (mx_info.c): *out NULL if t is not listed. 0 or -ENOMEM. */
+int vmt__mx_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, bool locked_monitors,
+                        bool locked_synchronizers, int32_t max_depth, const void *caller_pc,
+                        vmt_thread_info_t **out);
+/* dumpAllThreads with the application's return address for the native-frame fallback. */
+int vmt__mx_dump_all(bool locked_monitors, bool locked_synchronizers, int32_t max_depth,
+                     const void *caller_pc, vmt_thread_info_t ***out, size_t *count);
+
+/* The jstack-style text dump (mx_dump.c) to a stream; 0 or -errno. */
+int vmt__mx_write_dump(FILE *out, const void *caller_pc);
+
+/* The application's return address of the public call that is running (see capture). */
+#define VMT__MX_CALLER_PC() __builtin_extract_return_addr(__builtin_return_address(0))
+
+#endif /* VMT_RUNTIME_MX_IMPL_H */

@@ -1,0 +1,286 @@
+/*
+ * runtime/mx_info.c: ThreadInfo (getThreadInfo in all its forms, dumpAllThreads).
+ *
+ * A ThreadInfo is a copy taken while the thread runs on: HotSpot stops the world for it, a C
+ * runtime cannot. What is copied is read so it is consistent where Java promises it: the state
+ * is read before and after the lock information and the pair is retaken when they disagree (a
+ * BLOCKED thread always reports the monitor it is blocked on; a RUNNABLE one reports none). The
+ * thread's record and its strings are protected by the registry snapshot the caller holds;
+ * lock details come from the monitor module as copies (vmt__thread_lock_info).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "runtime/mx_impl.h"
+
+/* Tries at a consistent (state, lock) pair before the last reading is normalised. */
+#define CONSISTENT_TRIES 4
+
+static char *copy_str(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *d = vmt__mx_malloc(n);
+  if (d) memcpy(d, s, n);
+  return d;
+}
+
+static void lock_info_clear(vmt_lock_info_t *l) {
+  free(l->class_name);
+  free(l->name);
+}
+
+void vmt_mx_thread_info_free(vmt_thread_info_t *info) {
+  if (!info) return;
+  free(info->name);
+  free(info->category);
+  if (info->lock) lock_info_clear(info->lock);
+  free(info->lock);
+  free(info->lock_owner_name);
+  vmt__mx_frames_free(info->frames, info->frame_count);
+  for (size_t i = 0; i < info->locked_monitor_count; i++)
+    lock_info_clear(&info->locked_monitors[i].lock);
+  free(info->locked_monitors);
+  for (size_t i = 0; i < info->locked_synchronizer_count; i++)
+    lock_info_clear(&info->locked_synchronizers[i]);
+  free(info->locked_synchronizers);
+  free(info);
+}
+
+void vmt_mx_thread_info_array_free(vmt_thread_info_t **infos, size_t count) {
+  if (!infos) return;
+  for (size_t i = 0; i < count; i++) vmt_mx_thread_info_free(infos[i]);
+  free(infos);
+}
+
+static int copy_lock(const vmt__lock_desc_t *d, vmt_lock_info_t *l) {
+  l->class_name = copy_str(d->class_name);
+  l->name = copy_str(d->name);
+  l->identity_hash = d->identity;
+  return l->class_name && l->name ? 0 : -ENOMEM;
+}
+
+static bool state_matches_lock(int state, bool has_lock) {
+  switch (state) {
+    case VMT_THREAD_BLOCKED:
+      return has_lock;
+    case VMT_THREAD_WAITING:
+    case VMT_THREAD_TIMED_WAITING:
+      return true; /* park and sleep wait on no lock */
+    default:
+      return !has_lock;
+  }
+}
+
+/* Reads state and lock information until they agree. *state is TERMINATED if the thread
+ * ended meanwhile. */
+static int read_state_and_lock(vmt_thread_t *t, bool want_held, int *state,
+                               vmt__thread_lock_info_t *li) {
+  for (int attempt = 1;; attempt++) {
+    int before = atomic_load_explicit(&t->state, memory_order_acquire);
+    memset(li, 0, sizeof(*li));
+    int rc = vmt__thread_lock_info(t, want_held, li);
+    if (rc) return rc;
+    int after = atomic_load_explicit(&t->state, memory_order_acquire);
+    if ((before == after && state_matches_lock(after, li->has_lock)) ||
+        attempt == CONSISTENT_TRIES) {
+      *state = after;
+      /* Still changing after every try: report the state, and a lock only where Java has
+       * one (a BLOCKED thread without its monitor stays BLOCKED with no lock). */
+      if (!state_matches_lock(after, li->has_lock)) li->has_lock = false;
+      return 0;
+    }
+    free(li->held);
+  }
+}
+
+/* The owner's id and name, from the caller's snapshot or, when the owner started after it
+ * was taken, from a fresh one. */
+static int owner_of(const vmt__snapshot_t *snap, int64_t owner_id, vmt_thread_info_t *info) {
+  info->lock_owner_id = -1;
+  if (owner_id <= 0) return 0;
+  vmt_thread_t *owner = vmt__mx_lookup(snap, owner_id, NULL);
+  const vmt__snapshot_t *fresh = NULL;
+  if (!owner) {
+    fresh = vmt__registry_acquire();
+    if (!fresh) return -ENOMEM;
+    owner = vmt__mx_lookup(fresh, owner_id, NULL);
+  }
+  int rc = 0;
+  if (owner) {
+    info->lock_owner_id = owner_id;
+    info->lock_owner_name = copy_str(owner->name);
+    if (!info->lock_owner_name) rc = -ENOMEM;
+  }
+  if (fresh) vmt__registry_release(fresh);
+  return rc;
+}
+
+static int copy_held(const vmt__thread_lock_info_t *li, bool monitors, bool syncs,
+                     vmt_thread_info_t *info) {
+  size_t nm = 0, ns = 0;
+  for (size_t i = 0; i < li->held_count; i++) {
+    if (li->held[i].is_sync)
+      ns += syncs;
+    else
+      nm += monitors;
+  }
+  if (nm && !(info->locked_monitors = vmt__mx_calloc(nm, sizeof(vmt_monitor_info_t))))
+    return -ENOMEM;
+  if (ns && !(info->locked_synchronizers = vmt__mx_calloc(ns, sizeof(vmt_lock_info_t))))
+    return -ENOMEM;
+  for (size_t i = 0; i < li->held_count; i++) {
+    const vmt__lock_desc_t *d = &li->held[i];
+    int rc = 0;
+    if (d->is_sync && syncs) {
+      rc = copy_lock(d, &info->locked_synchronizers[info->locked_synchronizer_count++]);
+    } else if (!d->is_sync && monitors) {
+      vmt_monitor_info_t *m = &info->locked_monitors[info->locked_monitor_count++];
+      m->stack_depth = d->depth;
+      rc = copy_lock(d, &m->lock);
+    }
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+int vmt__mx_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, bool locked_monitors,
+                        bool locked_synchronizers, int32_t max_depth, const void *caller_pc,
+                        vmt_thread_info_t **out) {
+  *out = NULL;
+  if (!t || !vmt__thread_is_listed(t)) return 0;
+  vmt__thread_lock_info_t li;
+  int state;
+  int rc = read_state_and_lock(t, locked_monitors || locked_synchronizers, &state, &li);
+  if (rc) return rc;
+  if (state == VMT_THREAD_TERMINATED) {
+    free(li.held);
+    return 0;
+  }
+  vmt_thread_info_t *info = vmt__mx_calloc(1, sizeof(*info));
+  if (!info) {
+    free(li.held);
+    return -ENOMEM;
+  }
+  info->id = t->id;
+  info->state = (vmt_thread_state_t)state;
+  info->daemon = t->daemon;
+  info->priority = t->priority;
+  info->tid = atomic_load_explicit(&t->os.tid, memory_order_acquire);
+  /* User time first: the consistent user time never exceeds a total read after it. */
+  info->user_time_ns = vmt__mx_thread_user_ns(t);
+  info->cpu_time_ns = vmt__mx_thread_cpu_ns(t);
+  info->elapsed_ns = vmt_os_java_time_nanos() - t->start_time_ns;
+  info->blocked_count = (int64_t)li.blocked_count;
+  info->blocked_time_ns = li.blocked_ns;
+  info->waited_count = (int64_t)li.waited_count;
+  info->waited_time_ns = li.waited_ns;
+  info->lock_owner_id = -1;
+  info->name = copy_str(t->name);
+  info->category = copy_str(t->category->name);
+  rc = info->name && info->category ? 0 : -ENOMEM;
+  if (!rc && li.has_lock) {
+    info->lock = vmt__mx_calloc(1, sizeof(*info->lock));
+    rc = info->lock ? copy_lock(&li.lock, info->lock) : -ENOMEM;
+    if (!rc) rc = owner_of(snap, li.lock_owner_id, info);
+  }
+  if (!rc) rc = copy_held(&li, locked_monitors, locked_synchronizers, info);
+  if (!rc)
+    rc = vmt__mx_capture_frames(t, max_depth, caller_pc, &info->frames, &info->frame_count);
+  free(li.held);
+  if (rc) {
+    vmt_mx_thread_info_free(info);
+    return rc;
+  }
+  *out = info;
+  return 0;
+}
+
+static int check_usage(bool locked_monitors, bool locked_synchronizers) {
+  if (locked_monitors && !vmt_mx_is_object_monitor_usage_supported()) return -ENOTSUP;
+  if (locked_synchronizers && !vmt_mx_is_synchronizer_usage_supported()) return -ENOTSUP;
+  return 0;
+}
+
+static int info_array(const int64_t *ids, size_t count, bool locked_monitors,
+                      bool locked_synchronizers, int32_t max_depth, const void *caller_pc,
+                      vmt_thread_info_t ***out) {
+  if (!ids || !out || max_depth < 0 || vmt__mx_ids_invalid(ids, count)) return -EINVAL;
+  int rc = check_usage(locked_monitors, locked_synchronizers);
+  if (rc) return rc;
+  vmt_thread_info_t **infos = vmt__mx_calloc(count ? count : 1, sizeof(*infos));
+  if (!infos) return -ENOMEM;
+  const vmt__snapshot_t *snap = vmt__registry_acquire();
+  if (!snap) {
+    free(infos);
+    return -ENOMEM;
+  }
+  size_t hint = 0;
+  for (size_t i = 0; i < count && rc == 0; i++) {
+    vmt_thread_t *t = vmt__mx_lookup(snap, ids[i], &hint);
+    rc = vmt__mx_thread_info(snap, t, locked_monitors, locked_synchronizers, max_depth,
+                             caller_pc, &infos[i]);
+  }
+  vmt__registry_release(snap);
+  if (rc) {
+    vmt_mx_thread_info_array_free(infos, count);
+    return rc;
+  }
+  *out = infos;
+  return 0;
+}
+
+__attribute__((noinline)) int vmt_mx_get_thread_info(int64_t id, int32_t max_depth,
+                                                     vmt_thread_info_t **out) {
+  if (id <= 0 || max_depth < 0 || !out) return -EINVAL;
+  vmt_thread_info_t **one;
+  int rc = info_array(&id, 1, false, false, max_depth, VMT__MX_CALLER_PC(), &one);
+  if (rc) return rc;
+  *out = one[0];
+  free(one);
+  return 0;
+}
+
+__attribute__((noinline)) int vmt_mx_get_thread_info_array(const int64_t *ids, size_t count,
+                                                           bool locked_monitors,
+                                                           bool locked_synchronizers,
+                                                           int32_t max_depth,
+                                                           vmt_thread_info_t ***out) {
+  return info_array(ids, count, locked_monitors, locked_synchronizers, max_depth,
+                    VMT__MX_CALLER_PC(), out);
+}
+
+int vmt__mx_dump_all(bool locked_monitors, bool locked_synchronizers, int32_t max_depth,
+                     const void *caller_pc, vmt_thread_info_t ***out, size_t *count) {
+  if (!out || !count || max_depth < 0) return -EINVAL;
+  int rc = check_usage(locked_monitors, locked_synchronizers);
+  if (rc) return rc;
+  const vmt__snapshot_t *snap = vmt__registry_acquire();
+  if (!snap) return -ENOMEM;
+  vmt_thread_info_t **infos = vmt__mx_calloc(snap->count + 1, sizeof(*infos));
+  if (!infos) {
+    vmt__registry_release(snap);
+    return -ENOMEM;
+  }
+  size_t n = 0;
+  for (size_t i = 0; i < snap->count && rc == 0; i++) {
+    /* Threads that ended since the snapshot was taken are left out, not reported as NULL. */
+    rc = vmt__mx_thread_info(snap, snap->threads[i], locked_monitors, locked_synchronizers,
+                             max_depth, caller_pc, &infos[n]);
+    if (infos[n]) n++;
+  }
+  vmt__registry_release(snap);
+  if (rc) {
+    vmt_mx_thread_info_array_free(infos, n);
+    return rc;
+  }
+  *out = infos;
+  *count = n;
+  return 0;
+}
+
+__attribute__((noinline)) int vmt_mx_dump_all_threads(bool locked_monitors,
+                                                      bool locked_synchronizers,
+                                                      int32_t max_depth,
+                                                      vmt_thread_info_t ***out, size_t *count) {
+  return vmt__mx_dump_all(locked_monitors, locked_synchronizers, max_depth, VMT__MX_CALLER_PC(),
+                          out, count);
+}

@@ -1,0 +1,148 @@
+/*
+ * runtime/mx_sigquit.c: the opt-in answer to SIGQUIT (kill -3), as HotSpot prints a thread
+ * dump. Nothing that is unsafe in a signal handler runs in it: the handler writes one byte to a
+ * pipe (write(2) is async-signal-safe, POSIX.1-2008 2.4.3) and an internal dump thread, blocked
+ * reading the pipe, writes the dump. Signals that arrive while a dump is pending coalesce into
+ * it (the write end is non-blocking; a full pipe means a dump is already due).
+ *
+ * DESIGN: disabling must not let a late handler write into a closed (and possibly reused) file
+ * descriptor. The handler counts itself in sq_in_handler before it loads the descriptor;
+ * disable restores the old disposition, clears the descriptor, then waits for the count to
+ * drain. With sequentially consistent atomics, a handler that enters after the drain check
+ * loads the cleared descriptor.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/mx_impl.h"
+
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the handler needs lock-free atomics");
+
+static pthread_mutex_t sq_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool sq_enabled;                 /* under sq_lock, like everything below but the atomics */
+static int sq_read_fd = -1;
+static int sq_write_fd_owned = -1;
+static struct sigaction sq_previous;
+static vmt_thread_t *sq_thread;
+static FILE *sq_out;
+static _Atomic int sq_write_fd = -1;    /* what the handler writes to; -1 when disabled */
+static _Atomic int sq_in_handler;
+static _Atomic bool sq_stop;
+
+static void sq_handler(int sig) {
+  (void)sig;
+  int saved_errno = errno;
+  atomic_fetch_add(&sq_in_handler, 1);
+  int fd = atomic_load(&sq_write_fd);
+  if (fd >= 0) {
+    char c = 'q';
+    ssize_t r = write(fd, &c, 1);
+    (void)r; /* EAGAIN: a dump is already pending */
+  }
+  atomic_fetch_sub(&sq_in_handler, 1);
+  errno = saved_errno;
+}
+
+static void *sq_main(void *arg) {
+  FILE *out = arg;
+  char buf[64];
+  for (;;) {
+    ssize_t r = read(sq_read_fd, buf, sizeof(buf));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0 || atomic_load(&sq_stop)) break;
+    /* Nothing to report a failure to: the dump goes where the user asked, or nowhere. */
+    (void)vmt__mx_write_dump(out, NULL);
+  }
+  return NULL;
+}
+
+static int set_flags(int fd, int fd_flags, int fl_flags) {
+  int fdf = fcntl(fd, F_GETFD), flf = fcntl(fd, F_GETFL);
+  if (fdf < 0 || flf < 0 || fcntl(fd, F_SETFD, fdf | fd_flags) < 0 ||
+      fcntl(fd, F_SETFL, flf | fl_flags) < 0)
+    return -errno;
+  return 0;
+}
+
+static void close_pipe(void) {
+  close(sq_read_fd);
+  close(sq_write_fd_owned);
+  sq_read_fd = sq_write_fd_owned = -1;
+}
+
+/* Wakes the dump thread for the last time and waits for it. */
+static void stop_thread(void) {
+  atomic_store(&sq_stop, true);
+  char c = 's';
+  while (write(sq_write_fd_owned, &c, 1) < 0 && errno == EINTR) {
+  }
+  /* A full pipe also wakes it: the thread sees sq_stop after its next read. */
+  vmt_thread_join(sq_thread, NULL);
+  vmt_thread_release(sq_thread);
+  sq_thread = NULL;
+}
+
+int vmt_mx_enable_sigquit_dump(FILE *out) {
+  pthread_mutex_lock(&sq_lock);
+  int rc = 0;
+  if (sq_enabled) {
+    rc = -EALREADY;
+    goto out;
+  }
+  int fds[2];
+  if (pipe(fds) != 0) {
+    rc = -errno;
+    goto out;
+  }
+  sq_read_fd = fds[0];
+  sq_write_fd_owned = fds[1];
+  if ((rc = set_flags(fds[0], FD_CLOEXEC, 0)) || (rc = set_flags(fds[1], FD_CLOEXEC, O_NONBLOCK))) {
+    close_pipe();
+    goto out;
+  }
+  sq_out = out ? out : stderr;
+  atomic_store(&sq_stop, false);
+  rc = vmt__thread_start_internal(&sq_thread, "vmt-sigquit", sq_main, sq_out);
+  if (rc) {
+    sq_thread = NULL;
+    close_pipe();
+    goto out;
+  }
+  atomic_store(&sq_write_fd, sq_write_fd_owned);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = sq_handler;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  if (sigaction(SIGQUIT, &sa, &sq_previous) != 0) {
+    rc = -errno;
+    atomic_store(&sq_write_fd, -1);
+    stop_thread();
+    close_pipe();
+    goto out;
+  }
+  sq_enabled = true;
+out:
+  pthread_mutex_unlock(&sq_lock);
+  return rc;
+}
+
+int vmt_mx_disable_sigquit_dump(void) {
+  pthread_mutex_lock(&sq_lock);
+  if (!sq_enabled) {
+    pthread_mutex_unlock(&sq_lock);
+    return 0;
+  }
+  int rc = sigaction(SIGQUIT, &sq_previous, NULL) == 0 ? 0 : -errno;
+  atomic_store(&sq_write_fd, -1);
+  while (atomic_load(&sq_in_handler) != 0) sched_yield();
+  stop_thread();
+  close_pipe();
+  sq_enabled = false;
+  pthread_mutex_unlock(&sq_lock);
+  return rc;
+}

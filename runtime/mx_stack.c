@@ -1,0 +1,179 @@
+/*
+ * runtime/mx_stack.c: the stack traces in ThreadInfo. The embedding VM knows its own frames
+ * and registers a walker; without one, the calling thread reports its native frames
+ * (backtrace(3)) and other threads none, since reading another thread's native stack safely
+ * would need to stop it (HotSpot does that at a safepoint; a C runtime has none).
+ *
+ * The walker is read under a reader-writer lock held across the call, so replacing it waits
+ * for calls in progress and the VM may free the old walker's context once the setter returns.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+#if defined(__has_include)
+#if __has_include(<execinfo.h>)
+#include <execinfo.h>
+#define VMT_MX_HAVE_BACKTRACE 1
+#endif
+#endif
+
+#include "runtime/mx_impl.h"
+
+/* Frames asked of a walker at first, and the most ever kept: deeper stacks are cut, as
+ * HotSpot's MaxJavaStackTraceDepth cuts exception traces (default 1024; ours is larger because
+ * a dump is where a deep recursion is looked for). */
+#define WALK_FIRST_TRY 64
+#define FRAMES_CAP 65536
+/* Native frames: backtrace(3) walks with the unwinder, about 1 us per frame; beyond a few
+ * hundred frames a dump only shows recursion. */
+#define NATIVE_CAP 256
+/* Frames of the runtime itself between the public call and backtrace(), with slack. */
+#define NATIVE_OWN_FRAMES 16
+
+static pthread_rwlock_t walker_lock = PTHREAD_RWLOCK_INITIALIZER;
+static vmt_mx_stack_walker_fn walker;
+static void *walker_ctx;
+
+void vmt_mx_set_stack_walker(vmt_mx_stack_walker_fn fn, void *ctx) {
+  pthread_rwlock_wrlock(&walker_lock);
+  walker = fn;
+  walker_ctx = ctx;
+  pthread_rwlock_unlock(&walker_lock);
+}
+
+void vmt__mx_frames_free(vmt_stack_frame_t *frames, size_t count) {
+  if (!frames) return;
+  for (size_t i = 0; i < count; i++) {
+    free(frames[i].function);
+    free(frames[i].file);
+  }
+  free(frames);
+}
+
+static char *dup_str(const char *s, size_t n) {
+  char *d = vmt__mx_malloc(n + 1);
+  if (d) {
+    memcpy(d, s, n);
+    d[n] = '\0';
+  }
+  return d;
+}
+
+/* Copies the walker's frames (strings it owns) into frames the caller owns. */
+static int copy_frames(const vmt_stack_frame_t *src, size_t n, vmt_stack_frame_t **frames,
+                       size_t *count) {
+  vmt_stack_frame_t *out = vmt__mx_calloc(n ? n : 1, sizeof(*out));
+  if (!out) return -ENOMEM;
+  for (size_t i = 0; i < n; i++) {
+    const char *fn = src[i].function ? src[i].function : "??";
+    out[i].function = dup_str(fn, strlen(fn));
+    out[i].file = src[i].file ? dup_str(src[i].file, strlen(src[i].file)) : NULL;
+    out[i].line = src[i].line;
+    out[i].pc = src[i].pc;
+    if (!out[i].function || (src[i].file && !out[i].file)) {
+      vmt__mx_frames_free(out, i + 1);
+      return -ENOMEM;
+    }
+  }
+  *frames = out;
+  *count = n;
+  return 0;
+}
+
+static int walk_with(vmt_mx_stack_walker_fn fn, void *ctx, vmt_thread_t *t, int32_t max_depth,
+                     vmt_stack_frame_t **frames, size_t *count) {
+  int32_t limit = max_depth < FRAMES_CAP ? max_depth : FRAMES_CAP;
+  int32_t cap = limit < WALK_FIRST_TRY ? limit : WALK_FIRST_TRY;
+  for (;;) {
+    vmt_stack_frame_t *buf = vmt__mx_calloc((size_t)cap, sizeof(*buf));
+    if (!buf) return -ENOMEM;
+    int n = fn(t, buf, cap, ctx);
+    if (n == cap && cap < limit) {
+      /* The stack may be deeper than the buffer: ask again with room for more. */
+      free(buf);
+      cap = cap > limit / 8 ? limit : cap * 8;
+      continue;
+    }
+    /* A walker that fails (the thread left the VM's frames, say) leaves the trace empty: one
+     * thread's missing trace must not fail a whole dump. */
+    if (n < 0) n = 0;
+    if (n > cap) n = cap;
+    int rc = copy_frames(buf, (size_t)n, frames, count);
+    free(buf);
+    return rc;
+  }
+}
+
+#ifdef VMT_MX_HAVE_BACKTRACE
+/* Splits one backtrace_symbols line, "module(function+0x1f) [0x55d0c0ffee00]", into the
+ * frame's function ("??" when the symbol is not exported) and file (the module). */
+static int parse_symbol(const char *line, vmt_stack_frame_t *f) {
+  const char *open = strchr(line, '(');
+  const char *end = open ? strpbrk(open + 1, "+)") : NULL;
+  size_t module_len = open ? (size_t)(open - line) : strcspn(line, " ");
+  if (open && end && end > open + 1)
+    f->function = dup_str(open + 1, (size_t)(end - open - 1));
+  else
+    f->function = dup_str("??", 2);
+  f->file = module_len ? dup_str(line, module_len) : NULL;
+  f->line = -1;
+  if (!f->function || (module_len && !f->file)) return -ENOMEM;
+  return 0;
+}
+
+static __attribute__((noinline)) int native_frames(int32_t max_depth, const void *caller_pc,
+                                                   vmt_stack_frame_t **frames, size_t *count) {
+  void *pcs[NATIVE_CAP + NATIVE_OWN_FRAMES];
+  int32_t want = max_depth < NATIVE_CAP ? max_depth : NATIVE_CAP;
+  int n = backtrace(pcs, want + NATIVE_OWN_FRAMES);
+  /* Skip the runtime's own frames: keep from the application's frame that called us. */
+  int start = 0;
+  for (int i = 0; i < n && i < NATIVE_OWN_FRAMES; i++)
+    if (pcs[i] == caller_pc) {
+      start = i;
+      break;
+    }
+  n -= start;
+  if (n > want) n = want;
+  if (n <= 0) return 0;
+  if (vmt__fault_hit(VMT__FAULT_ALLOC)) return -ENOMEM;
+  char **symbols = backtrace_symbols(pcs + start, n);
+  if (!symbols) return -ENOMEM;
+  vmt_stack_frame_t *out = vmt__mx_calloc((size_t)n, sizeof(*out));
+  int rc = out ? 0 : -ENOMEM;
+  for (int i = 0; i < n && rc == 0; i++) {
+    out[i].pc = (uintptr_t)pcs[start + i];
+    rc = parse_symbol(symbols[i], &out[i]);
+  }
+  free(symbols);
+  if (rc) {
+    vmt__mx_frames_free(out, out ? (size_t)n : 0);
+    return rc;
+  }
+  *frames = out;
+  *count = (size_t)n;
+  return 0;
+}
+#else
+static int native_frames(int32_t max_depth, const void *caller_pc, vmt_stack_frame_t **frames,
+                         size_t *count) {
+  (void)max_depth, (void)caller_pc, (void)frames, (void)count;
+  return 0;
+}
+#endif
+
+int vmt__mx_capture_frames(vmt_thread_t *t, int32_t max_depth, const void *caller_pc,
+                           vmt_stack_frame_t **frames, size_t *count) {
+  *frames = NULL;
+  *count = 0;
+  if (max_depth <= 0) return 0;
+  int rc = 0;
+  pthread_rwlock_rdlock(&walker_lock);
+  if (walker)
+    rc = walk_with(walker, walker_ctx, t, max_depth, frames, count);
+  else if (t == vmt_thread_current())
+    rc = native_frames(max_depth, caller_pc, frames, count);
+  pthread_rwlock_unlock(&walker_lock);
+  return rc;
+}
