@@ -2,19 +2,16 @@
  * runtime/mx_info.c: ThreadInfo (getThreadInfo in all its forms, dumpAllThreads).
  *
  * A ThreadInfo is a copy taken while the thread runs on: HotSpot stops the world for it, a C
- * runtime cannot. What is copied is read so it is consistent where Java promises it: the state
- * is read before and after the lock information and the pair is retaken when they disagree (a
- * BLOCKED thread always reports the monitor it is blocked on; a RUNNABLE one reports none). The
- * thread's record and its strings are protected by the registry snapshot the caller holds;
- * lock details come from the monitor module as copies (vmt__thread_lock_info).
+ * runtime cannot. What Java promises to be consistent is: the state, the lock the thread is
+ * blocked or waiting on, its owner and the held locks come from one read of the monitor
+ * module's per-thread sequence lock (vmt__thread_lock_info), so a BLOCKED thread always
+ * reports the monitor it is blocked on. The thread's record and its strings are protected by
+ * the registry snapshot the caller holds.
  */
 #include <errno.h>
 #include <string.h>
 
 #include "runtime/mx_impl.h"
-
-/* Tries at a consistent (state, lock) pair before the last reading is normalised. */
-#define CONSISTENT_TRIES 4
 
 static char *copy_str(const char *s) {
   size_t n = strlen(s) + 1;
@@ -56,40 +53,6 @@ static int copy_lock(const vmt__lock_desc_t *d, vmt_lock_info_t *l) {
   l->name = copy_str(d->name);
   l->identity_hash = d->identity;
   return l->class_name && l->name ? 0 : -ENOMEM;
-}
-
-static bool state_matches_lock(int state, bool has_lock) {
-  switch (state) {
-    case VMT_THREAD_BLOCKED:
-      return has_lock;
-    case VMT_THREAD_WAITING:
-    case VMT_THREAD_TIMED_WAITING:
-      return true; /* park and sleep wait on no lock */
-    default:
-      return !has_lock;
-  }
-}
-
-/* Reads state and lock information until they agree. *state is TERMINATED if the thread
- * ended meanwhile. */
-static int read_state_and_lock(vmt_thread_t *t, bool want_held, int *state,
-                               vmt__thread_lock_info_t *li) {
-  for (int attempt = 1;; attempt++) {
-    int before = atomic_load_explicit(&t->state, memory_order_acquire);
-    memset(li, 0, sizeof(*li));
-    int rc = vmt__thread_lock_info(t, want_held, li);
-    if (rc) return rc;
-    int after = atomic_load_explicit(&t->state, memory_order_acquire);
-    if ((before == after && state_matches_lock(after, li->has_lock)) ||
-        attempt == CONSISTENT_TRIES) {
-      *state = after;
-      /* Still changing after every try: report the state, and a lock only where Java has
-       * one (a BLOCKED thread without its monitor stays BLOCKED with no lock). */
-      if (!state_matches_lock(after, li->has_lock)) li->has_lock = false;
-      return 0;
-    }
-    free(li->held);
-  }
 }
 
 /* The owner's id and name, from the caller's snapshot or, when the owner started after it
@@ -134,7 +97,9 @@ static int copy_held(const vmt__thread_lock_info_t *li, bool monitors, bool sync
       rc = copy_lock(d, &info->locked_synchronizers[info->locked_synchronizer_count++]);
     } else if (!d->is_sync && monitors) {
       vmt_monitor_info_t *m = &info->locked_monitors[info->locked_monitor_count++];
-      m->stack_depth = d->depth;
+      /* The monitor module knows the nesting order of held locks, not the frame that took
+       * each one: the frame index Java reports is unknown here. */
+      m->stack_depth = -1;
       rc = copy_lock(d, &m->lock);
     }
     if (rc) return rc;
@@ -148,9 +113,10 @@ int vmt__mx_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, bool locke
   *out = NULL;
   if (!t || !vmt__thread_is_listed(t)) return 0;
   vmt__thread_lock_info_t li;
-  int state;
-  int rc = read_state_and_lock(t, locked_monitors || locked_synchronizers, &state, &li);
+  memset(&li, 0, sizeof(li));
+  int rc = vmt__thread_lock_info(t, locked_monitors || locked_synchronizers, &li);
   if (rc) return rc;
+  int state = li.state;
   if (state == VMT_THREAD_TERMINATED) {
     free(li.held);
     return 0;

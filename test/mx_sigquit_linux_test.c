@@ -1,0 +1,156 @@
+/*
+ * test/mx_sigquit_linux_test.c: the opt-in SIGQUIT dump (kill -3). Enabling installs a handler
+ * and starts one internal dump thread that is neither counted nor listed; a SIGQUIT makes it
+ * write a dump to the chosen stream; disabling restores the disposition found at enable and
+ * stops the thread. Linux-specific: the dump thread is seen through /proc/self/task, the only
+ * place an internal thread shows up.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "mx_util.h"
+
+static int os_threads(void) {
+  DIR *d = opendir("/proc/self/task");
+  if (!d) return -1;
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d));)
+    if (e->d_name[0] != '.') n++;
+  closedir(d);
+  return n;
+}
+
+static volatile sig_atomic_t previous_handler_calls;
+static void previous_handler(int sig) {
+  (void)sig;
+  previous_handler_calls++;
+}
+
+/* The dump thread writes through its own FILE; the test reads the file by name, so the two
+ * never share a file position. */
+static char path[64];
+
+static char *read_all(void) {
+  FILE *f = fopen(path, "r");
+  size_t cap = 1 << 16, len = 0;
+  char *s = calloc(1, cap + 1);
+  if (f) {
+    size_t r;
+    while ((r = fread(s + len, 1, cap - len, f)) > 0) {
+      len += r;
+      if (len == cap) {
+        s = realloc(s, 2 * cap + 1);
+        cap *= 2;
+      }
+    }
+    fclose(f);
+  }
+  s[len] = '\0';
+  return s;
+}
+
+static int dumps_written(void) {
+  char *s = read_all();
+  int n = 0;
+  for (const char *p = strstr(s, "Full thread dump"); p; p = strstr(p + 1, "Full thread dump"))
+    n++;
+  free(s);
+  return n;
+}
+
+/* Polls until n dumps are in the file (10 s deadline for a hung test, not a timing check). */
+static bool await_dumps(int n) {
+  for (int i = 0; i < 1000; i++) {
+    if (dumps_written() >= n) return true;
+    sleep_ms(10);
+  }
+  return false;
+}
+
+static void sigquit_dump_round_trip(void **state) {
+  (void)state;
+  struct sigaction mine = {0}, seen;
+  mine.sa_handler = previous_handler;
+  sigemptyset(&mine.sa_mask);
+  assert_int_equal(sigaction(SIGQUIT, &mine, NULL), 0);
+
+  gate_t g;
+  gate_init(&g);
+  vmt_thread_t *t = start_named("visible worker", false, gate_body, &g);
+  gate_await(&g, 1);
+  int32_t live = vmt_mx_get_thread_count();
+  int os_before = os_threads();
+
+  snprintf(path, sizeof(path), "/tmp/vmt-sigquit-XXXXXX");
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  FILE *out = fdopen(fd, "w");
+  assert_non_null(out);
+  assert_int_equal(vmt_mx_enable_sigquit_dump(out), 0);
+  assert_int_equal(vmt_mx_enable_sigquit_dump(out), -EALREADY);
+  /* One more OS thread, but not one the management API counts or lists. */
+  assert_int_equal(os_threads(), os_before + 1);
+  assert_int_equal(vmt_mx_get_thread_count(), live);
+  vmt_thread_info_t **infos;
+  size_t n;
+  assert_int_equal(vmt_mx_dump_all_threads(false, false, 0, &infos, &n), 0);
+  assert_int_equal(n, (size_t)live);
+  for (size_t i = 0; i < n; i++) assert_string_not_equal(infos[i]->name, "vmt-sigquit");
+  vmt_mx_thread_info_array_free(infos, n);
+
+  assert_int_equal(kill(getpid(), SIGQUIT), 0);
+  assert_true(await_dumps(1));
+  char *s = NULL;
+  for (int i = 0; i < 1000; i++) { /* the dump may reach the file in more than one write */
+    free(s);
+    s = read_all();
+    if (strstr(s, "Locked ownable synchronizers")) break;
+    sleep_ms(10);
+  }
+  assert_non_null(strstr(s, "\"visible worker\" #"));
+  assert_null(strstr(s, "vmt-sigquit"));
+  free(s);
+  assert_int_equal(previous_handler_calls, 0);
+  /* A later signal gives another dump. */
+  assert_int_equal(kill(getpid(), SIGQUIT), 0);
+  assert_true(await_dumps(2));
+
+  assert_int_equal(vmt_mx_disable_sigquit_dump(), 0);
+  assert_int_equal(sigaction(SIGQUIT, NULL, &seen), 0);
+  assert_ptr_equal(seen.sa_handler, previous_handler);
+  assert_int_equal(os_threads(), os_before);
+  assert_int_equal(kill(getpid(), SIGQUIT), 0);
+  for (int i = 0; i < 1000 && previous_handler_calls == 0; i++) sleep_ms(1);
+  assert_int_equal(previous_handler_calls, 1);
+  assert_int_equal(vmt_mx_disable_sigquit_dump(), 0); /* not enabled: nothing to do */
+
+  /* It can be enabled again (to stderr by default) and disabled again. */
+  assert_int_equal(vmt_mx_enable_sigquit_dump(NULL), 0);
+  assert_int_equal(vmt_mx_disable_sigquit_dump(), 0);
+  assert_int_equal(os_threads(), os_before);
+
+  fclose(out);
+  unlink(path);
+  gate_open(&g);
+  vmt_thread_join(t, NULL);
+  vmt_thread_release(t);
+  gate_destroy(&g);
+  signal(SIGQUIT, SIG_DFL);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(sigquit_dump_round_trip),
+  };
+  return cmocka_run_group_tests_name("mx_sigquit_linux", tests, NULL, NULL);
+}
