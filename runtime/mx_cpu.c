@@ -110,6 +110,7 @@ static int time_array(const int64_t *ids, size_t count, int64_t *out, bool user)
   size_t hint = 0;
   for (size_t i = 0; i < count; i++) {
     vmt_thread_t *t = vmt__mx_lookup(snap, ids[i], &hint);
+    vmt__mx_prefetch_next(snap, hint);
     out[i] = !t ? -1 : user ? vmt__mx_thread_user_ns(t) : vmt__mx_thread_cpu_ns(t);
   }
   vmt__registry_release(snap);
