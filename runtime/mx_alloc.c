@@ -48,6 +48,7 @@ int vmt_mx_get_thread_allocated_bytes_array(const int64_t *ids, size_t count, in
   size_t hint = 0;
   for (size_t i = 0; i < count; i++) {
     vmt_thread_t *t = vmt__mx_lookup(snap, ids[i], &hint);
+    vmt__mx_prefetch_next(snap, hint);
     out[i] = t ? vmt__alloc_thread_bytes(t) : -1;
   }
   vmt__registry_release(snap);
