@@ -22,37 +22,21 @@ static _Atomic int64_t total_high_water;
 bool vmt_mx_is_thread_allocated_memory_supported(void) { return vmt__alloc_supported(); }
 
 int vmt_mx_is_thread_allocated_memory_enabled(bool *enabled) {
-  if (!enabled) return -EINVAL;
-  if (!vmt__alloc_supported()) return -ENOTSUP;
-  *enabled = atomic_load_explicit(&alloc_enabled, memory_order_relaxed);
-  return 0;
+  return vmt__mx_switch_get(vmt__alloc_supported(), &alloc_enabled, enabled);
 }
 
 int vmt_mx_set_thread_allocated_memory_enabled(bool enable) {
-  if (!vmt__alloc_supported()) return -ENOTSUP;
-  atomic_store_explicit(&alloc_enabled, enable, memory_order_relaxed);
-  return 0;
+  return vmt__mx_switch_set(vmt__alloc_supported(), &alloc_enabled, enable);
 }
 
 static bool measuring(void) { return atomic_load_explicit(&alloc_enabled, memory_order_relaxed); }
 
+static int64_t thread_bytes(vmt_thread_t *t) { return vmt__alloc_thread_bytes(t); }
+
 int vmt_mx_get_thread_allocated_bytes_array(const int64_t *ids, size_t count, int64_t *out) {
   if (!ids || (!out && count) || vmt__mx_ids_invalid(ids, count)) return -EINVAL;
   if (!vmt__alloc_supported()) return -ENOTSUP;
-  if (!measuring()) {
-    for (size_t i = 0; i < count; i++) out[i] = -1;
-    return 0;
-  }
-  const vmt__snapshot_t *snap = vmt__registry_acquire();
-  if (!snap) return -ENOMEM;
-  size_t hint = 0;
-  for (size_t i = 0; i < count; i++) {
-    vmt_thread_t *t = vmt__mx_lookup(snap, ids[i], &hint);
-    vmt__mx_prefetch_next(snap, hint);
-    out[i] = t ? vmt__alloc_thread_bytes(t) : -1;
-  }
-  vmt__registry_release(snap);
-  return 0;
+  return vmt__mx_sweep(ids, count, out, measuring(), thread_bytes);
 }
 
 int vmt_mx_get_thread_allocated_bytes(int64_t id, int64_t *bytes) {

@@ -2,6 +2,7 @@
  * runtime/mx_common.c: helpers every management file uses: the one-time port probe, the
  * id check Java performs before anything else, and the id lookup in a registry snapshot.
  */
+#include <errno.h>
 #include <pthread.h>
 
 #include "runtime/mx_impl.h"
@@ -14,6 +15,37 @@ static void mx_init_once(void) {
 }
 
 void vmt__mx_init(void) { pthread_once(&mx_once, mx_init_once); }
+
+int vmt__mx_switch_get(bool supported, _Atomic bool *sw, bool *out) {
+  if (!out) return -EINVAL;
+  if (!supported) return -ENOTSUP;
+  *out = atomic_load_explicit(sw, memory_order_relaxed);
+  return 0;
+}
+
+int vmt__mx_switch_set(bool supported, _Atomic bool *sw, bool value) {
+  if (!supported) return -ENOTSUP;
+  atomic_store_explicit(sw, value, memory_order_relaxed);
+  return 0;
+}
+
+int vmt__mx_sweep(const int64_t *ids, size_t count, int64_t *out, bool measuring,
+                  vmt__mx_query_fn query) {
+  if (!measuring) {
+    for (size_t i = 0; i < count; i++) out[i] = -1;
+    return 0;
+  }
+  const vmt__snapshot_t *snap = vmt__registry_acquire();
+  if (!snap) return -ENOMEM;
+  size_t hint = 0;
+  for (size_t i = 0; i < count; i++) {
+    vmt_thread_t *t = vmt__mx_lookup(snap, ids[i], &hint);
+    vmt__mx_prefetch_next(snap, hint);
+    out[i] = t ? query(t) : -1;
+  }
+  vmt__registry_release(snap);
+  return 0;
+}
 
 bool vmt__mx_ids_invalid(const int64_t *ids, size_t count) {
   for (size_t i = 0; i < count; i++)

@@ -35,16 +35,11 @@ static bool any_cpu_time_supported(void) {
 }
 
 int vmt_mx_is_thread_cpu_time_enabled(bool *enabled) {
-  if (!enabled) return -EINVAL;
-  if (!any_cpu_time_supported()) return -ENOTSUP;
-  *enabled = vmt__mx_cpu_time_enabled();
-  return 0;
+  return vmt__mx_switch_get(any_cpu_time_supported(), &cpu_time_enabled, enabled);
 }
 
 int vmt_mx_set_thread_cpu_time_enabled(bool enable) {
-  if (!any_cpu_time_supported()) return -ENOTSUP;
-  atomic_store_explicit(&cpu_time_enabled, enable, memory_order_relaxed);
-  return 0;
+  return vmt__mx_switch_set(any_cpu_time_supported(), &cpu_time_enabled, enable);
 }
 
 int vmt_mx_get_current_thread_cpu_time(int64_t *ns) {
@@ -101,20 +96,8 @@ static int check_cpu_query(const int64_t *ids, size_t count, const int64_t *out)
 static int time_array(const int64_t *ids, size_t count, int64_t *out, bool user) {
   int rc = check_cpu_query(ids, count, out);
   if (rc) return rc;
-  if (!vmt__mx_cpu_time_enabled()) {
-    for (size_t i = 0; i < count; i++) out[i] = -1;
-    return 0;
-  }
-  const vmt__snapshot_t *snap = vmt__registry_acquire();
-  if (!snap) return -ENOMEM;
-  size_t hint = 0;
-  for (size_t i = 0; i < count; i++) {
-    vmt_thread_t *t = vmt__mx_lookup(snap, ids[i], &hint);
-    vmt__mx_prefetch_next(snap, hint);
-    out[i] = !t ? -1 : user ? vmt__mx_thread_user_ns(t) : vmt__mx_thread_cpu_ns(t);
-  }
-  vmt__registry_release(snap);
-  return 0;
+  return vmt__mx_sweep(ids, count, out, vmt__mx_cpu_time_enabled(),
+                       user ? vmt__mx_thread_user_ns : vmt__mx_thread_cpu_ns);
 }
 
 int vmt_mx_get_thread_cpu_time(int64_t id, int64_t *ns) {

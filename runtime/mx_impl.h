@@ -49,6 +49,20 @@ static inline void vmt__mx_prefetch_next(const vmt__snapshot_t *snap, size_t hin
   if (hint < snap->count) vmt__mx_prefetch(snap->threads[hint]);
 }
 
+/* A measurement switch (HotSpot's ThreadService flags): a plain boolean behind a capability.
+ * get: -EINVAL on NULL, -ENOTSUP when unsupported. set: -ENOTSUP when unsupported. */
+int vmt__mx_switch_get(bool supported, _Atomic bool *sw, bool *out);
+int vmt__mx_switch_set(bool supported, _Atomic bool *sw, bool value);
+
+/*
+ * The per-id sweep behind every array query: out[i] = query(thread of ids[i]), or -1 for an
+ * unknown or ended element, or -1 for all when measuring is false. One snapshot protects the
+ * whole sweep. Arguments are checked by the caller. 0 or -ENOMEM.
+ */
+typedef int64_t (*vmt__mx_query_fn)(vmt_thread_t *t);
+int vmt__mx_sweep(const int64_t *ids, size_t count, int64_t *out, bool measuring,
+                  vmt__mx_query_fn query);
+
 /* True if any of the count ids is <= 0 (Java: IllegalArgumentException). */
 bool vmt__mx_ids_invalid(const int64_t *ids, size_t count);
 
