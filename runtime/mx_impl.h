@@ -34,11 +34,12 @@ vmt_thread_t *vmt__mx_lookup(const vmt__snapshot_t *snap, int64_t id, size_t *hi
 
 /*
  * Starts loading the record a sweep will read next. A sweep over 1000 threads alternates a
- * CPU-clock syscall (~400 ns, which also evicts much of the cache: the kernel walks 1000
- * task_structs) with reads of three cache lines of a record (id and kind; state and the port
- * fields; the registry's flags). Fetched on demand they cost ~190 ns per thread, 1.4x the bare
- * clock_gettime loop here; fetched during the previous syscall they are nearly free. The whole
- * record (320 bytes, five lines) is fetched so that this does not depend on its layout.
+ * CPU-clock syscall (~400 ns, during which the kernel walks one of 1000 task_structs and
+ * evicts much of the cache) with reads of three cache lines of a record (id and kind; state
+ * and the port fields; the registry's flags). Missed on demand, they made the sweep of 1000
+ * threads 1.34-1.39x the bare clock_gettime loop here; prefetched one thread ahead, so that the
+ * loads overlap the previous syscall, 1.15-1.19x (//bench:management, three runs each). The
+ * whole record (320 bytes, five lines) is fetched so that this does not depend on its layout.
  */
 static inline void vmt__mx_prefetch(const vmt_thread_t *t) {
   for (size_t off = 0; off < sizeof(*t); off += 64) __builtin_prefetch((const char *)t + off);
