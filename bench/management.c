@@ -11,7 +11,7 @@
  *                     (vmt_os_proc_thread_times): what a runtime without clock ids does.
  * Issue #6 asks the sweep of 1000 threads to cost <= 1.3x the floor and >= 15x less than /proc
  * (medians). Also measured: ThreadInfo of all threads, all ids, allocated bytes of all (when
- * jemalloc is the allocator), and a full text dump. One sample is one whole sweep, in us; the
+ * jemalloc is the allocator), and a full text dump. One sample is one whole sweep, in ns; the
  * JSON rows carry "threads" and "per_thread_ns" (p50 / threads).
  */
 #include <errno.h>
@@ -172,10 +172,10 @@ static void report(const vmtb_options_t *opts, variant_t *v, int n) {
   snprintf(name, sizeof(name), "%s_%d", v->name, n);
   v->result.bench = "management";
   v->result.variant = name;
-  v->result.unit = "us";
+  v->result.unit = "ns";
   vmtb_stats(v->samples, v->count, &v->result);
   snprintf(extra, sizeof(extra), "\"threads\":%d,\"per_thread_ns\":%.1f", n,
-           v->result.p50 * 1000.0 / n);
+           v->result.p50 / n);
   vmtb_report(opts, &v->result, extra);
 }
 
@@ -203,7 +203,7 @@ static void run_interleaved(ctx_t *c, variant_t *vs, int nv, size_t samples, int
       order[i] = order[j];
       order[j] = x;
     }
-    for (int k = 0; k < nv; k++) vs[order[k]].samples[s] = (double)vs[order[k]].sweep(c) / 1000.0;
+    for (int k = 0; k < nv; k++) vs[order[k]].samples[s] = (double)vs[order[k]].sweep(c);
   }
 }
 

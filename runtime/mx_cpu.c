@@ -64,7 +64,7 @@ int vmt_mx_get_current_thread_user_time(int64_t *ns) {
 int64_t vmt__mx_thread_cpu_ns(vmt_thread_t *t) {
   if (!vmt__mx_cpu_time_enabled()) return -1;
   /* The calling thread's own pid-0 clock skips the kernel's pid lookup. */
-  if (t == vmt_thread_current()) return vmt_os_current_thread_cpu_time(false);
+  if (t == vmt__current) return vmt_os_current_thread_cpu_time(false);
   if (!vmt_os_caps()->thread_cpu_time) return -1;
   bool ok = false;
   int64_t ns = vmt_os_thread_cpu_time(&t->os, false, &ok);
@@ -73,7 +73,7 @@ int64_t vmt__mx_thread_cpu_ns(vmt_thread_t *t) {
 
 int64_t vmt__mx_thread_user_ns(vmt_thread_t *t) {
   if (!vmt__mx_cpu_time_enabled()) return -1;
-  if (t == vmt_thread_current()) return vmt_os_current_thread_user_time_consistent(&t->os);
+  if (t == vmt__current) return vmt_os_current_thread_user_time_consistent(&t->os);
   if (!vmt_os_caps()->thread_cpu_time) return -1;
   bool ok = false;
   int64_t ns = vmt_os_thread_user_time_consistent(&t->os, &ok);
