@@ -33,13 +33,14 @@ static void counts_follow_user_and_daemon_threads(void **state) {
   counts_t base = now();
   assert_int_equal(base.peak, base.live);
 
-  gate_t users, daemons;
+  gate_t users, daemons[2];
   gate_init(&users);
-  gate_init(&daemons);
+  gate_init(&daemons[0]);
+  gate_init(&daemons[1]);
   vmt_thread_t *u[3], *d[2];
   for (int i = 0; i < 3; i++) assert_non_null(u[i] = start_named("user", false, gate_body, &users));
   for (int i = 0; i < 2; i++)
-    assert_non_null(d[i] = start_named("daemon", true, gate_body, &daemons));
+    assert_non_null(d[i] = start_named("daemon", true, gate_body, &daemons[i]));
   /* A started thread counts the moment start returns, before it ran. */
   counts_t c = now();
   assert_int_equal(c.live, base.live + 5);
@@ -47,11 +48,12 @@ static void counts_follow_user_and_daemon_threads(void **state) {
   assert_int_equal(c.started, base.started + 5);
   assert_int_equal(c.peak, base.live + 5);
   gate_await(&users, 3);
-  gate_await(&daemons, 2);
+  gate_await(&daemons[0], 1);
+  gate_await(&daemons[1], 1);
 
-  /* The daemons end: counts drop by exactly their number before each join returns. */
-  gate_open(&daemons);
+  /* The daemons end one at a time: each drops the counts by one before its join returns. */
   for (int i = 0; i < 2; i++) {
+    gate_open(&daemons[i]);
     assert_int_equal(vmt_thread_join(d[i], NULL), 0);
     c = now();
     assert_int_equal(c.daemon, base.daemon + 2 - (i + 1));
@@ -76,7 +78,8 @@ static void counts_follow_user_and_daemon_threads(void **state) {
   for (int i = 0; i < 3; i++) vmt_thread_release(u[i]);
   for (int i = 0; i < 2; i++) vmt_thread_release(d[i]);
   gate_destroy(&users);
-  gate_destroy(&daemons);
+  gate_destroy(&daemons[0]);
+  gate_destroy(&daemons[1]);
 }
 
 static void peak_tracks_the_highest_live_count_since_reset(void **state) {
