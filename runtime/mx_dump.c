@@ -2,7 +2,7 @@
  * runtime/mx_dump.c: the text thread dump, in the layout Java users read from jstack (and
  * from kill -3): a header, one block per thread, then a section per deadlock cycle.
  *
- *   "worker-1" #12 daemon prio=5 cpu=0.52ms elapsed=1.20s tid=4242 category=app waiting for monitor entry
+ *   "worker-1" #12 daemon prio=5 cpu=0.52ms elapsed=1.20s tid=4242 category=app waiting for ...
  *      java.lang.Thread.State: BLOCKED (on object monitor)
  *   	at do_work(/usr/lib/libvm.so)
  *   	- waiting to lock <m1@1a2b> (owned by "worker-2" #13)

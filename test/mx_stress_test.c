@@ -9,8 +9,8 @@
  * It runs for 3 s, and at least until the querier made 100 rounds and 50 workers died, so a
  * slow sanitizer build still covers the races; it is meant to be clean under ASan and TSan.
  * The querier checks invariants and counts violations (cmocka's asserts must stay on the main
- * thread): ids ascending, unknown ids -1/NULL, user <= CPU, peak and totals never decreasing, a BLOCKED
- * thread always with its lock, no deadlock ever.
+ * thread): ids ascending, unknown ids -1/NULL, user <= CPU, peak and totals never decreasing,
+ * a BLOCKED thread always with its lock, no deadlock ever.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -188,7 +188,8 @@ static void query_everything(int round, int64_t *last_started, int64_t *last_tot
   }
   if (round % 50 == 25) {
     /* Toggle the switches under load; they must stay plain booleans. */
-    vmt_mx_set_thread_contention_monitoring_enabled(!vmt_mx_is_thread_contention_monitoring_enabled());
+    bool contention = vmt_mx_is_thread_contention_monitoring_enabled();
+    vmt_mx_set_thread_contention_monitoring_enabled(!contention);
     vmt_mx_set_thread_cpu_time_enabled(round % 100 != 25);
   }
   free(user);
