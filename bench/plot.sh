@@ -11,10 +11,16 @@
 # Thread-start rows carry us/thread with p50 = median over repeats and min/max over repeats.
 #
 # It writes into OUTDIR:
-#   cpu_time_latency.svg  percentile profile (p50..max, log ns) of each CPU-time method:
-#                         bench cpu_time, and HotSpot's current/other user/cpu time rows
-#   thread_start.svg      median us/thread per thread-start variant, min/max error bars
-#   timer_tails.svg       percentile profile of the bench "timers" variants
+#   cpu_time_latency.svg        percentile profile (p50..max, log ns) of each method reading
+#                               the calling thread's CPU time: bench cpu_time rows, HotSpot's
+#                               current_user_time and current_cpu_time
+#   cpu_time_other_latency.svg  the same for another thread's CPU time (cpu_time rows whose
+#                               variant names "other", HotSpot's other_*_time)
+#   thread_start.svg            median us/thread per thread-start variant, min/max error bars
+#   timer_tails.svg             percentile profile of the bench "timers" variants
+# In the profiles, vmthread's own methods (variant vmt_*) are solid thick lines, HotSpot's
+# dashed, the baselines (system calls, /proc) thin, the measuring overhead grey dotted: about
+# a dozen lines share one plot, and colour alone would not tell them apart.
 # A plot whose rows are absent from the file is skipped with a message, not an error.
 #
 # Needs gnuplot (Debian: gnuplot-nox) and python3 (stdlib only: it turns the JSON into
@@ -108,12 +114,30 @@ def pick(pred):
     return chosen
 
 
+# Distinct colours (Okabe-Ito, then darker companions): enough for one profile plot.
+COLOURS = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000",
+           "#7f3c8d", "#11a579", "#b8860b", "#3969ac", "#e73f74", "#80ba5a", "#4b4b8f"]
+
+
+def style(row, colour):
+    """gnuplot line style for a row: what kind of line it is shows in the dash and width."""
+    if row["variant"] == "timer_overhead":
+        return 'lc rgb "#999999" dt 3 lw 1.5 pt 1'
+    if row["bench"].startswith("hotspot"):
+        return 'lc rgb "%s" dt 2 lw 2 pt 6' % colour
+    if row["variant"].startswith("vmt_"):
+        return 'lc rgb "%s" dt 1 lw 3 pt 7' % colour
+    return 'lc rgb "%s" dt 1 lw 1.2 pt 2' % colour
+
+
 def write_profile(name, chosen):
-    """Percentile profile table: one line per percentile, one column per method."""
+    """Percentile profile: name.dat (one line per percentile, one column per method) and
+    name.plot (gnuplot's plot command, one styled line per column)."""
     if not chosen:
         return
     labels = list(chosen)
-    with open(os.path.join(tmp, name), "w") as out:
+    dat = os.path.join(tmp, name + ".dat")
+    with open(dat, "w") as out:
         out.write("percentile\t" + "\t".join(labels) + "\n")
         for key, text in PCTS:
             cells = []
@@ -122,12 +146,30 @@ def write_profile(name, chosen):
                 # Log axis: zero or negative cannot be drawn, so it is left out.
                 cells.append("NaN" if v is None or v <= 0 else repr(v))
             out.write(text + "\t" + "\t".join(cells) + "\n")
+    lines = []
+    for i, lab in enumerate(labels):
+        lines.append('"%s" using 0:%d:xtic(1) with linespoints ps 0.8 %s title columnheader(%d)'
+                     % (dat, i + 2, style(chosen[lab], COLOURS[i % len(COLOURS)]), i + 2))
+    with open(os.path.join(tmp, name + ".plot"), "w") as out:
+        out.write("plot " + ", \\\n     ".join(lines) + "\n")
 
 
-write_profile("cpu_time.dat", pick(
-    lambda r: r["bench"] == "cpu_time"
-    or (r["bench"] == "hotspot" and r["variant"] in HOTSPOT_CPU)))
-write_profile("timers.dat", pick(lambda r: r["bench"] == "timers"))
+def is_cpu_time(r):
+    return r["bench"] == "cpu_time" or (r["bench"] == "hotspot" and r["variant"] in HOTSPOT_CPU)
+
+
+def names_other(r):
+    return "other" in r["variant"]
+
+
+write_profile("cpu_time", pick(lambda r: is_cpu_time(r) and not names_other(r)))
+# The other-thread plot gets the measuring overhead too (it is inside every sample of
+# either), but only when there is something else to draw.
+others = pick(lambda r: is_cpu_time(r) and names_other(r))
+if others:
+    others.update(pick(lambda r: r["bench"] == "cpu_time" and r["variant"] == "timer_overhead"))
+write_profile("cpu_time_other", others)
+write_profile("timers", pick(lambda r: r["bench"] == "timers"))
 
 starts = pick(lambda r: r["bench"] in ("thread_start", "hotspot_thread_start"))
 bars = []
@@ -157,9 +199,7 @@ set key outside right top noenhanced
 '
 
 # Percentile profile on a log axis: the x positions are the rows of the table.
-profile() { # DATAFILE OUTFILE TITLE
-    local cols
-    cols=$(head -n1 "$1" | awk -F'\t' '{print NF}')
+profile() { # NAME OUTFILE TITLE
     gnuplot <<EOF
 $common
 set output "$2"
@@ -169,17 +209,25 @@ set ylabel "ns per call (log scale)"
 set logscale y
 set format y "%g"
 set xrange [-0.3:5.3]
-plot for [i=2:$cols] "$1" using 0:i:xtic(1) with linespoints lw 2 pt 7 ps 0.8 title columnheader(i)
+$(cat "$tmp/$1.plot")
 EOF
     echo "plot.sh: wrote $2"
 }
 
 made=0
 if [[ -f $tmp/cpu_time.dat ]]; then
-    profile "$tmp/cpu_time.dat" "$outdir/cpu_time_latency.svg" "CPU-time methods: latency percentiles"
+    profile cpu_time "$outdir/cpu_time_latency.svg" \
+        "Current thread's CPU time: percentiles per method (thick: vmthread, dashed: HotSpot)"
     made=$((made + 1))
 else
     echo "plot.sh: no cpu_time or hotspot CPU-time rows: cpu_time_latency.svg skipped"
+fi
+if [[ -f $tmp/cpu_time_other.dat ]]; then
+    profile cpu_time_other "$outdir/cpu_time_other_latency.svg" \
+        "Another thread's CPU time: percentiles per method (thick: vmthread, dashed: HotSpot)"
+    made=$((made + 1))
+else
+    echo "plot.sh: no other-thread CPU-time rows: cpu_time_other_latency.svg skipped"
 fi
 
 if [[ -f $tmp/thread_start.dat ]]; then
@@ -211,7 +259,8 @@ else
 fi
 
 if [[ -f $tmp/timers.dat ]]; then
-    profile "$tmp/timers.dat" "$outdir/timer_tails.svg" "Timers: latency percentiles"
+    profile timers "$outdir/timer_tails.svg" \
+        "Time sources: percentiles per call (samples are batches of calls; thick: vmthread)"
     made=$((made + 1))
 else
     echo "plot.sh: no timers rows: timer_tails.svg skipped"

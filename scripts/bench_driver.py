@@ -149,6 +149,10 @@ def rel(path):
     return os.path.relpath(path, ROOT) if path.startswith(ROOT + os.sep) else path
 
 
+def fmt_ratio(r):
+    return ("%.0fx" if r >= 100 else "%.1fx" if r >= 10 else "%.2fx") % r
+
+
 def fmt_elapsed(seconds):
     seconds = int(round(seconds))
     return "%d:%02d" % (seconds // 60, seconds % 60)
@@ -218,8 +222,9 @@ def describe_machine(java):
     """What every figure of the run depends on (issue 7: CPU model, cores, kernel,
     clocksource, HZ, glibc, compiler), plus the JVM and the load when the run started."""
     try:
-        # CLOCK_MONOTONIC_COARSE advances once per tick: its resolution is 1/HZ.
-        hz = round(1 / time.clock_getres(time.CLOCK_MONOTONIC_COARSE))
+        # CLOCK_MONOTONIC_COARSE (clock id 6; Python has no name for it) advances once per
+        # tick: its resolution is 1/HZ.
+        hz = round(1 / time.clock_getres(getattr(time, "CLOCK_MONOTONIC_COARSE", 6)))
     except (AttributeError, OSError, ZeroDivisionError):
         hz = None
     flags = read_first("/proc/cpuinfo", "flags").split()
@@ -232,9 +237,11 @@ def describe_machine(java):
         "hz": hz,
         "tsc_flags": " ".join(f for f in ("constant_tsc", "nonstop_tsc", "rdtscp",
                                           "tsc_known_freq") if f in flags) or "none",
-        "glibc": os.confstr("CS_GNU_LIBC_VERSION") or "unknown",
+        "glibc": (os.confstr("CS_GNU_LIBC_VERSION") or "unknown").replace("glibc ", ""),
         "compiler": first_line(["gcc", "--version"]) or "unknown",
-        "bazel": first_line(["bazel", "--version"]) or "unknown",
+        # Debian's bazel-bootstrap calls itself "no_version": ask the package instead.
+        "bazel": "bazel " + (first_line(["dpkg-query", "-W", "-f=${Version}", "bazel-bootstrap"])
+                             or first_line(["bazel", "--version"]) or "unknown"),
         "jvm": None,
         "loadavg_at_start": round(os.getloadavg()[0], 2),
         "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -443,7 +450,7 @@ def headline(rows):
             lines.append((label, "n/a (%s)" % why, wanted, "n/a", source))
             continue
         ratio = nv / dv
-        lines.append((label, "%.2fx (%s / %s %s)" % (ratio, fmt_num(nv), fmt_num(dv),
+        lines.append((label, "%s (%s / %s %s)" % (fmt_ratio(ratio), fmt_num(nv), fmt_num(dv),
                                                       nrow["unit"]),
                       wanted, verdict(ratio, op, limit), source))
     for label, (bench, variant, key), op, limit, source in HEADLINE_VALUES:
@@ -474,7 +481,7 @@ def comparison(rows):
         def ratio(stat):
             if vrow[stat] <= 0:
                 return "n/a"
-            return "%.1fx" % (hrow[stat] / vrow[stat])
+            return fmt_ratio(hrow[stat] / vrow[stat])
 
         table.append([method, "%s/%s" % (vb, vv), vrow["unit"],
                       fmt_num(vrow["p50"]), fmt_num(hrow["p50"]), ratio("p50"),
@@ -646,6 +653,20 @@ def main(argv):
                   table, align=["l", "l", "l"] + ["r"] * 6)
         for note in notes:
             out.text(note)
+        overhead, _, why = lookup(all_rows, ("cpu_time", "timer_overhead", "p50"))
+        if why is None:
+            batched = sorted(r["variant"] for r in all_rows
+                             if r["bench"] == "hotspot" and r.get("batch", 1) > 1)
+            hs_overhead, _, _ = lookup(all_rows, ("hotspot", "timer_overhead", "p50"))
+            out.text("Method: each cpu_time sample is one call between two CLOCK_MONOTONIC "
+                     "reads, so every vmthread figure above includes cpu_time/timer_overhead "
+                     "(p50 %s ns this run). HotSpot rows %s are means over batches of calls, "
+                     "which divides that overhead by the batch size and smooths the tail: both "
+                     "make those ratios understate vmthread's lead. The other HotSpot rows are "
+                     "single calls that include a System.nanoTime pair (hotspot/timer_overhead "
+                     "p50 %s ns)."
+                     % (fmt_num(overhead), ", ".join(batched) or "(none)",
+                        fmt_num(hs_overhead) if hs_overhead is not None else "n/a"))
 
     out.section("Summary: headline ratios of this run (thresholds from the issues)")
     summary = headline(all_rows)
