@@ -126,6 +126,22 @@ HOTSPOT_COMPARISON = [
      ("hotspot_thread_start", "start_join_1000")),
 ]
 
+# Published figures next to this run's: (figure, source, unit, published before, published
+# after, this run's "before" side, this run's "after" side, factor from the rows' unit to the
+# figure's unit). A side is (bench, variant, statistic-or-extra-key). The published numbers
+# are quotations of their sources, not results of ours.
+PUBLISHED = [
+    ("getCurrentThreadUserTime, p50", "JDK-8372584, JMH sample mode", "us", 8.0, 1.0,
+     ("hotspot", "current_user_time", "p50"), ("cpu_time", "vmt_user_fast", "p50"), 1e-3),
+    ("getCurrentThreadUserTime, max", "JDK-8372584, JMH sample mode", "ms", 1.030, 0.054,
+     ("hotspot", "current_user_time", "max"), ("cpu_time", "vmt_user_fast", "max"), 1e-6),
+    ("1000 thread starts", "Kudu", "s", 0.071, 0.027,
+     ("thread_start", "handshake", "p50"), ("thread_start", "vmthread", "p50"), 1e-3),
+    ("context switches, 1000 starts", "Kudu", "", 29552, 17178,
+     ("thread_start", "handshake", "ctx_switches"), ("thread_start", "vmthread", "ctx_switches"),
+     1000),
+]
+
 STAT_NAMES = {"p50": "p50", "p90": "p90", "p99": "p99", "p999": "p99.9", "p9999": "p99.99",
               "max": "max", "mean": "mean", "min": "min"}
 
@@ -147,6 +163,11 @@ def fmt_num(v):
 def rel(path):
     """A path for printing: relative to the repository when inside it."""
     return os.path.relpath(path, ROOT) if path.startswith(ROOT + os.sep) else path
+
+
+def fmt_sig(v):
+    """Three significant digits (published figures run from 0.027 s to 29,552)."""
+    return "{:,.0f}".format(v) if abs(v) >= 1000 else "%.3g" % v
 
 
 def fmt_ratio(r):
@@ -463,6 +484,30 @@ def headline(rows):
     return lines
 
 
+def published(rows):
+    """Rows of the published-figures table: theirs before -> after, ours before -> after."""
+    table = []
+    for figure, source, unit, before, after, ours_before, ours_after, factor in PUBLISHED:
+        b, _, why = lookup(rows, ours_before)
+        a = None
+        if why is None:
+            a, _, why = lookup(rows, ours_after)
+        theirs = ("%s -> %s %s" % (fmt_sig(before), fmt_sig(after), unit)).rstrip() \
+            + " (%s)" % fmt_ratio(before / after)
+        if why is not None:
+            ours = "n/a (%s)" % why
+        elif a <= 0:
+            ours = "n/a (%s/%s %s is %s)" % (ours_after[0], ours_after[1], ours_after[2], a)
+        else:
+            ours = ("%s -> %s %s" % (fmt_sig(b * factor), fmt_sig(a * factor), unit)).rstrip() \
+                + " (%s)" % fmt_ratio(b / a)
+        table.append([figure, source, theirs, ours,
+                      "%s/%s -> %s/%s, %s" % (ours_before[0], ours_before[1], ours_after[0],
+                                              ours_after[1], STAT_NAMES.get(ours_after[2],
+                                                                            ours_after[2]))])
+    return table
+
+
 def comparison(rows):
     """(table rows, notes on the methods that could not be compared)."""
     table, notes = [], []
@@ -578,7 +623,7 @@ def main(argv):
         json.dump(m, f, indent=2)
     out.say("")
     for line in machine_lines(m):
-        out.text(line)
+        out.say(line)
 
     steps = len(names) + (1 if with_java else 0)
     progress = Progress(steps)
@@ -667,6 +712,10 @@ def main(argv):
                      "p50 %s ns)."
                      % (fmt_num(overhead), ", ".join(batched) or "(none)",
                         fmt_num(hs_overhead) if hs_overhead is not None else "n/a"))
+
+    out.section("Published figures next to this run's (before -> after, ratio)")
+    out.table(["figure", "source", "published", "this run", "this run's rows"],
+              published(all_rows), align=["l"] * 5)
 
     out.section("Summary: headline ratios of this run (thresholds from the issues)")
     summary = headline(all_rows)
