@@ -98,6 +98,12 @@ static void fake_init(fake_t *f, vmt_os__tsc_env_t *env) {
 
 static int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
 
+/* A calibrated clock on a fresh fake machine. */
+static void fake_clock_start(fake_t *f, vmt_os__tsc_env_t *env, vmt_os__tsc_clock_t *c) {
+  fake_init(f, env);
+  assert_int_equal(vmt_os__tsc_clock_init(c, env), 0);
+}
+
 /* ---- Decision -------------------------------------------------------------------------- */
 
 static void decision_needs_invariant_tsc_and_tsc_clocksource(void **state) {
@@ -149,9 +155,8 @@ static void calibration_tracks_the_monotonic_clock(void **state) {
   (void)state;
   fake_t f;
   vmt_os__tsc_env_t env;
-  fake_init(&f, &env);
   vmt_os__tsc_clock_t c;
-  assert_int_equal(vmt_os__tsc_clock_init(&c, &env), 0);
+  fake_clock_start(&f, &env, &c);
   /* 0.4008 ns per tick, << 32. */
   uint64_t expected_mult = (uint64_t)(((unsigned __int128)1000 << 32) / 2495);
   assert_true(abs64((int64_t)(atomic_load(&c.cur_mult) - expected_mult)) <
@@ -203,9 +208,8 @@ static void tsc_values_older_than_a_segment_are_clamped(void **state) {
 
   fake_t f;
   vmt_os__tsc_env_t env;
-  fake_init(&f, &env);
   vmt_os__tsc_clock_t c;
-  assert_int_equal(vmt_os__tsc_clock_init(&c, &env), 0);
+  fake_clock_start(&f, &env, &c);
   int64_t now = vmt_os__tsc_clock_convert(&c, fake_tsc_at(&f, f.true_ns));
   /* A TSC from before calibration (another CPU's lagging read): clamped, not negative, not a
    * wrapped huge delta. */
@@ -236,9 +240,8 @@ static void recalibration_bends_the_slope_and_never_steps(void **state) {
   (void)state;
   fake_t f;
   vmt_os__tsc_env_t env;
-  fake_init(&f, &env);
   vmt_os__tsc_clock_t c;
-  assert_int_equal(vmt_os__tsc_clock_init(&c, &env), 0);
+  fake_clock_start(&f, &env, &c);
   /* After 1 s, CLOCK_MONOTONIC runs 200 ppm fast (NTP slewing it): the counter must follow. */
   vmt_os__tsc_cache_t cache = {0};
   run_recalibrations(&c, &f, 1000000000LL, 997000, &cache);
@@ -260,9 +263,8 @@ static void an_explicit_recalibration_at_any_point_is_continuous(void **state) {
   (void)state;
   fake_t f;
   vmt_os__tsc_env_t env;
-  fake_init(&f, &env);
   vmt_os__tsc_clock_t c;
-  assert_int_equal(vmt_os__tsc_clock_init(&c, &env), 0);
+  fake_clock_start(&f, &env, &c);
   fake_set_ppm(&f, -400);
   f.true_ns += 3000000;
   uint64_t before_tsc = fake_tsc_at(&f, f.true_ns);
