@@ -319,14 +319,22 @@ static const char *elapsed_reason = "not probed yet";
 /* initial-exec: one %fs-relative load, no __tls_get_addr call even in the shared library. */
 static __thread vmt_os__tsc_cache_t tls_cache __attribute__((tls_model("initial-exec")));
 
+/* fork(): a child must not inherit a recalibration in progress (an odd seqlock would make its
+ * readers spin forever, a held writer lock would stop its recalibrations). The prepare handler
+ * takes the writer lock, so no write section is open across fork; both sides release it. */
+static void fork_prepare(void) { pthread_mutex_lock(&global_clock.writer); }
+static void fork_release(void) { pthread_mutex_unlock(&global_clock.writer); }
+
 void vmt_os__elapsed_init(void) {
   const char *reason;
   int mode = MODE_MONOTONIC;
   if (vmt_os__tsc_decide(&vmt_os__tsc_real_env, &reason)) {
-    if (vmt_os__tsc_clock_init(&global_clock, &vmt_os__tsc_real_env) == 0)
+    if (vmt_os__tsc_clock_init(&global_clock, &vmt_os__tsc_real_env) == 0) {
       mode = MODE_TSC;
-    else
+      pthread_atfork(fork_prepare, fork_release, fork_release);
+    } else {
       reason = "the TSC did not advance during calibration";
+    }
   }
   elapsed_reason = reason;
   atomic_store_explicit(&elapsed_mode, mode, memory_order_release);
@@ -352,6 +360,10 @@ int64_t vmt_os__elapsed_nanos_seqlock(void) {
 }
 
 bool vmt_os__elapsed_uses_tsc(void) { return elapsed_mode_now() == MODE_TSC; }
+
+void vmt_os__elapsed_recalibrate(void) {
+  if (elapsed_mode_now() == MODE_TSC) vmt_os__tsc_clock_recalibrate(&global_clock);
+}
 
 const char *vmt_os_elapsed_source(void) {
   return elapsed_mode_now() == MODE_TSC ? "tsc" : "clock_monotonic";

@@ -112,6 +112,8 @@ void vmt_os__tsc_clock_recalibrate(vmt_os__tsc_clock_t *clock);
  * cached one; both CLOCK_MONOTONIC when the TSC is not used. */
 int64_t vmt_os__elapsed_nanos_seqlock(void);
 bool vmt_os__elapsed_uses_tsc(void);
+/* Recalibrates the global counter now (tests); nothing when it is not on the TSC. */
+void vmt_os__elapsed_recalibrate(void);
 /* The global clock's last measured error against CLOCK_MONOTONIC (ns) and recalibrations. */
 void vmt_os__elapsed_stats(int64_t *last_error_ns, uint64_t *recalibrations);
 

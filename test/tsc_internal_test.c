@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -348,6 +350,40 @@ static void public_elapsed_counter_says_its_source(void **state) {
   assert_true(vmt_nanotime() > 0);
 }
 
+static void *recalibrate_forever(void *arg) {
+  _Atomic int *stop = arg;
+  while (!atomic_load(stop)) vmt_os__elapsed_recalibrate();
+  return NULL;
+}
+
+/* A fork in the middle of recalibrations: the child's counter works and can recalibrate (a
+ * child that inherited an open write section or a held writer lock would hang: alarm kills
+ * it, and the parent sees a signal instead of exit 0). */
+static void fork_during_recalibration_leaves_a_working_counter(void **state) {
+  (void)state;
+  if (!vmt_os__elapsed_uses_tsc()) skip();   /* the global counter is not on the TSC here */
+  _Atomic int stop = 0;
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, recalibrate_forever, &stop), 0);
+  for (int i = 0; i < 30; i++) {
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+      alarm(5);
+      int64_t a = vmt_elapsed_nanos();
+      vmt_os__elapsed_recalibrate();
+      int64_t b = vmt_elapsed_nanos();
+      _exit(b >= a ? 0 : 1);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+  }
+  atomic_store(&stop, 1);
+  pthread_join(th, NULL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(decision_needs_invariant_tsc_and_tsc_clocksource),
@@ -359,6 +395,7 @@ int main(void) {
       cmocka_unit_test(an_explicit_recalibration_at_any_point_is_continuous),
       cmocka_unit_test(concurrent_readers_stay_monotonic_across_recalibrations),
       cmocka_unit_test(public_elapsed_counter_says_its_source),
+      cmocka_unit_test(fork_during_recalibration_leaves_a_working_counter),
   };
   return cmocka_run_group_tests_name("tsc_internal", tests, NULL, NULL);
 }
