@@ -1,16 +1,24 @@
 /*
- * test/mx_stress_test.c: OpenJDK's ThreadInfoStress idea for the whole management API. Ten
- * worker threads take monitors and a synchronizer, allocate, sleep and park, and die at random
- * times (half joined, half released while running so their records are reclaimed behind the
- * readers' backs); replacements keep ten alive. Meanwhile a querier thread asks everything
- * every 2 ms: counts, ids, CPU and user times, allocated bytes, ThreadInfo with locks and
- * stacks (from a registered walker that reads the thread it is given), dumps, deadlocks.
+ * test/mx_stress_internal_test.c: OpenJDK's ThreadInfoStress idea for the whole management
+ * API. Ten worker threads take monitors and a synchronizer, allocate, sleep and park, and die
+ * at random times (most joined, a quarter released while running; all their records are
+ * reclaimed behind the readers' backs); replacements keep ten alive. Meanwhile a querier
+ * thread asks everything every 2 ms: counts, ids, CPU and user times, allocated bytes,
+ * ThreadInfo with locks and stacks (from a registered walker that reads the thread it is
+ * given), dumps, deadlocks.
  *
  * It runs for 3 s, and at least until the querier made 100 rounds and 50 workers died, so a
  * slow sanitizer build still covers the races; it is meant to be clean under ASan and TSan.
  * The querier checks invariants and counts violations (cmocka's asserts must stay on the main
  * thread): ids ascending, unknown ids -1/NULL, user <= CPU, peak and totals never decreasing,
  * a BLOCKED thread always with its lock, no deadlock ever.
+ *
+ * Internal only for its last step: it asks the registry to reclaim (vmt__registry_reclaim).
+ * The registry drops its reference to an ended record when it reclaims, amortised over later
+ * starts and exits, and a thread released while running is pthread_detach'ed with that last
+ * reference; without the call, the last few released workers end the process undetached and
+ * ThreadSanitizer reports them as leaked threads (seen in 1 run of 4). The runtime could detach
+ * at exit instead; until it does, this keeps the test about the management API.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -23,6 +31,7 @@
 #include <cmocka.h>
 
 #include "mx_util.h"
+#include "runtime/internal.h"
 
 #define WORKERS 10
 #define RUN_NS 3000000000LL
@@ -265,6 +274,7 @@ static void threads_die_while_everything_is_queried(void **state) {
   /* Released workers may still be finishing; wait until only this test's threads are gone. */
   for (int i = 0; i < 10000 && vmt_mx_get_thread_count() > 0; i++) sleep_ms(1);
   assert_int_equal(vmt_mx_get_thread_count(), 0);
+  vmt__registry_reclaim();
   for (int i = 0; i < 3; i++) assert_int_equal(vmt_monitor_destroy(mons[i]), 0);
   assert_int_equal(vmt_sync_destroy(shared_sync), 0);
 }
@@ -273,5 +283,5 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(threads_die_while_everything_is_queried),
   };
-  return cmocka_run_group_tests_name("mx_stress", tests, NULL, NULL);
+  return cmocka_run_group_tests_name("mx_stress_internal", tests, NULL, NULL);
 }
