@@ -1,0 +1,84 @@
+/*
+ * test/reliability.h: what the reliability tests share (storm, never-another-thread's-time,
+ * exhaustion, faults, bad input, fork, signals): scaling knobs read from the environment, the
+ * figures they publish, a monotonic clock and a CPU burner.
+ *
+ * Figures. Each test publishes what it did (lifetimes run, queries made, faults injected...)
+ * as lines "figure <test> <key> <value>" on stdout, and appends the same lines to the file
+ * named by VMT_REL_FIGURES when it is set. scripts/reliability runs the tests with that set and
+ * writes docs/reliability.md from the file, so the document's figures come from a run of the
+ * code, never from hand. Extra rows (the bad-input table) go through rel_figure_text.
+ */
+#ifndef VMT_TEST_RELIABILITY_H
+#define VMT_TEST_RELIABILITY_H
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static inline int64_t rel_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline int64_t rel_cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Burns the calling thread's CPU for at least ns of its own CPU time. */
+static inline void rel_burn_cpu_ns(int64_t ns) {
+  int64_t until = rel_cpu_ns() + ns;
+  volatile uint64_t x = 1;
+  while (rel_cpu_ns() < until)
+    for (int i = 0; i < 1000; i++) x = x * 6364136223846793005ull + 1442695040888963407ull;
+}
+
+/* A positive number from the environment, or def when unset or malformed. */
+static inline double rel_env_number(const char *name, double def) {
+  const char *s = getenv(name);
+  if (s == NULL || *s == '\0') return def;
+  char *end;
+  double v = strtod(s, &end);
+  return (*end == '\0' && v > 0) ? v : def;
+}
+
+static inline void rel_figure_text(const char *test, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static inline void rel_figure_text(const char *test, const char *key, const char *fmt, ...) {
+  char value[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(value, sizeof(value), fmt, ap);
+  va_end(ap);
+  printf("figure %s %s %s\n", test, key, value);
+  fflush(stdout);
+  const char *path = getenv("VMT_REL_FIGURES");
+  if (path == NULL || *path == '\0') return;
+  FILE *f = fopen(path, "a");
+  if (f == NULL) return;
+  fprintf(f, "figure %s %s %s\n", test, key, value);
+  fclose(f);
+}
+
+static inline void rel_figure(const char *test, const char *key, long long value) {
+  rel_figure_text(test, key, "%lld", value);
+}
+
+/* The sanitizer a build runs under, for the figures ("none", "asan", "tsan"). */
+static inline const char *rel_build_flavour(void) {
+#if defined(__SANITIZE_ADDRESS__)
+  return "asan";
+#elif defined(__SANITIZE_THREAD__)
+  return "tsan";
+#else
+  return "none";
+#endif
+}
+
+#endif /* VMT_TEST_RELIABILITY_H */
