@@ -138,7 +138,7 @@ PUBLISHED = [
     ("1000 thread starts", "Kudu", "s", 0.071, 0.027,
      ("thread_start", "handshake", "p50"), ("thread_start", "vmthread", "p50"), 1e-3),
     ("context switches, 1000 starts", "Kudu", "", 29552, 17178,
-     ("thread_start", "handshake", "ctx_switches"), ("thread_start", "vmthread", "ctx_switches"),
+     ("thread_start", "handshake", "csw"), ("thread_start", "vmthread", "csw"),
      1000),
 ]
 
@@ -415,7 +415,7 @@ def print_bench_tables(out, rows):
         header = ["variant", "unit", "samples"] + [STAT_NAMES[s] for s in TABLE_STATS] + ["extra"]
         table = []
         for r in mine:
-            extras = " ".join("%s=%s" % (k, fmt_num(v) if not isinstance(v, str) else v)
+            extras = " ".join("%s=%s" % (k, fmt_num(v) if isinstance(v, float) else v)
                               for k, v in r.items() if k not in NOT_EXTRA)
             table.append([r["variant"], r["unit"], str(r["samples"])]
                          + [fmt_num(r[s]) if s in r else "-" for s in TABLE_STATS] + [extras])
@@ -480,7 +480,7 @@ def headline(rows):
         if why is not None:
             lines.append((label, "n/a (%s)" % why, wanted, "n/a", source))
             continue
-        lines.append((label, fmt_num(v), wanted, verdict(abs(v), op, limit), source))
+        lines.append((label, fmt_sig(v), wanted, verdict(abs(v), op, limit), source))
     return lines
 
 
@@ -657,7 +657,7 @@ def main(argv):
         all_rows.extend(rows)
 
     for name in names:
-        progress.start(name, "//bench:%s %s" % (name, " ".join(mode_flags)))
+        progress.start(name, " ".join(["//bench:" + name] + mode_flags))
         collect(name, [os.path.join(bin_dir, "bench", name), "--json"] + mode_flags,
                 BENCH_TIMEOUT_S[mode_name])
 
