@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""bench_driver_test.py: tests of the suite driver's arithmetic (scripts/bench_driver.py).
+
+The summary, the HotSpot comparison and the published-figures table are what people quote, so
+their ratios, verdicts and "n/a" reasons are checked here on synthetic rows whose answers are
+known, and the declarative tables are checked for shape (a typo there would otherwise show
+only as a silent "n/a"). Prints "N passed, M failed" like every script test.
+"""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_driver as d  # noqa: E402
+import script_test  # noqa: E402
+
+
+def row(bench, variant, p50, unit="ns", **extra):
+    r = {"bench": bench, "variant": variant, "unit": unit, "samples": 100, "mean": p50,
+         "p50": p50, "p90": p50, "p99": p50, "p999": p50 * 2, "p9999": p50 * 2,
+         "max": p50 * 3}
+    r.update(extra)
+    return r
+
+
+def summary_line(rows, label_start):
+    found = [s for s in d.headline(rows) if s[0].startswith(label_start)]
+    assert len(found) == 1, (label_start, found)
+    return found[0]
+
+
+class Tables(unittest.TestCase):
+    def test_ratio_specs_are_well_formed(self):
+        for label, num, den, op, limit, source in d.HEADLINE_RATIOS:
+            for side in (num, den):
+                self.assertIn(len(side), (3, 4), label)
+                self.assertIn(side[2], d.STAT_NAMES, label)
+            self.assertIn(op, (">=", "<=", None), label)
+            self.assertEqual(op is None, limit is None, label)
+            self.assertTrue(source.startswith("#"), label)
+
+    def test_every_issue_threshold_has_a_line(self):
+        wanted = {("cpu_time", ">=", 20), ("cpu_time", ">=", 10), ("cpu_time", "<=", 1.6),
+                  ("cpu_time", "<=", 1.2), ("timers", ">=", 1.4), ("timers", "<=", 3),
+                  ("thread_start", ">=", 1.2), ("thread_start", "<=", 1.15),
+                  ("monitors", "<=", 1.3), ("management", "<=", 1.3),
+                  ("management", ">=", 15)}
+        have = {(num[0], op, limit) for _, num, _, op, limit, _ in d.HEADLINE_RATIOS}
+        self.assertLessEqual(wanted, have)
+
+
+class Headline(unittest.TestCase):
+    def test_pass_and_miss_against_the_threshold(self):
+        rows = [row("cpu_time", "proc_stat", 4000), row("cpu_time", "vmt_user_fast", 200)]
+        label, value, wanted, verdict, _ = summary_line(rows, "cpu_time: /proc parse / vmthread "
+                                                        "fast user time, p50")
+        self.assertEqual((verdict, wanted), ("PASS", ">= 20x"))
+        self.assertTrue(value.startswith("20.0x"), value)
+        rows[0]["p50"] = 3990
+        self.assertEqual(summary_line(rows, "cpu_time: /proc parse / vmthread fast user time, "
+                                      "p50")[3], "MISS")
+
+    def test_upper_bound(self):
+        rows = [row("thread_start", "vmthread", 46), row("thread_start", "pthread", 40)]
+        self.assertEqual(summary_line(rows, "thread_start: vmthread start / raw")[3], "PASS")
+        rows[0]["p50"] = 46.5
+        self.assertEqual(summary_line(rows, "thread_start: vmthread start / raw")[3], "MISS")
+
+    def test_the_statistic_named_is_the_one_used(self):
+        # p99.9 line: row() puts p999 at 2 x p50 for both, so the ratio equals the p50 ratio.
+        rows = [row("cpu_time", "proc_stat", 1000), row("cpu_time", "vmt_user_fast", 200)]
+        rows[0]["p999"] = 30000
+        line = summary_line(rows, "cpu_time: /proc parse / vmthread fast user time, p99.9")
+        self.assertTrue(line[1].startswith("75.0x"), line)
+
+    def test_missing_benchmark_is_na_not_failure(self):
+        line = summary_line([], "monitors:")
+        self.assertEqual(line[3], "n/a")
+        self.assertIn("benchmark monitors not in this run", line[1])
+
+    def test_missing_variant_names_the_row(self):
+        rows = [row("cpu_time", "proc_stat", 4000)]
+        line = summary_line(rows, "cpu_time: /proc parse / vmthread fast user time, p50")
+        self.assertEqual(line[3], "n/a")
+        self.assertIn("no row cpu_time/vmt_user_fast", line[1])
+
+    def test_units_must_match(self):
+        rows = [row("cpu_time", "proc_stat", 4, unit="us"), row("cpu_time", "vmt_user_fast", 200)]
+        line = summary_line(rows, "cpu_time: /proc parse / vmthread fast user time, p50")
+        self.assertEqual(line[3], "n/a")
+        self.assertIn("units differ", line[1])
+
+    def test_two_matching_rows_are_ambiguous(self):
+        rows = [row("thread_start", "vmthread", 40, unit="us/thread", threads=1),
+                row("thread_start", "vmthread", 50, unit="us/thread", threads=2),
+                row("thread_start", "pthread", 40, unit="us/thread")]
+        line = summary_line(rows, "thread_start: vmthread start / raw")
+        self.assertEqual(line[3], "n/a")
+        self.assertIn("2 rows match", line[1])
+
+    def test_where_filter_picks_one_row(self):
+        rows = [row("x", "v", 10, threads=1), row("x", "v", 30, threads=2), row("x", "w", 10)]
+        self.assertEqual(d.lookup(rows, ("x", "v", "p50", {"threads": 2}))[0], 30)
+
+    def test_zero_denominator_is_na(self):
+        rows = [row("cpu_time", "proc_stat", 4000), row("cpu_time", "vmt_user_fast", 0)]
+        line = summary_line(rows, "cpu_time: /proc parse / vmthread fast user time, p50")
+        self.assertEqual(line[3], "n/a")
+
+    def test_value_check_uses_magnitude(self):
+        rows = [row("timers", "vmt_counter", 10, drift_ppm=-60.0)]
+        line = summary_line(rows, "timers: TSC counter drift")
+        self.assertEqual(line[3], "MISS")
+        rows[0]["drift_ppm"] = -49.0
+        self.assertEqual(summary_line(rows, "timers: TSC counter drift")[3], "PASS")
+
+
+class Comparison(unittest.TestCase):
+    def test_ratio_is_hotspot_over_vmthread(self):
+        rows = [row("cpu_time", "vmt_user_consistent", 300), row("hotspot", "current_user_time",
+                                                                 6000)]
+        table, notes = d.comparison(rows)
+        line = [t for t in table if t[1] == "cpu_time/vmt_user_consistent"][0]
+        self.assertEqual((line[3], line[4], line[5]), ("300", "6,000", "20.0x"))
+        self.assertTrue(any("benchmark timers not in this run" in n for n in notes))
+
+    def test_published_converts_units(self):
+        rows = [row("thread_start", "handshake", 60.0, unit="us/thread", csw=30.0),
+                row("thread_start", "vmthread", 30.0, unit="us/thread", csw=15.0)]
+        table = {t[0]: t for t in d.published(rows)}
+        self.assertEqual(table["1000 thread starts"][3], "0.06 -> 0.03 s (2.00x)")
+        self.assertEqual(table["context switches, 1000 starts"][3],
+                         "30,000 -> 15,000 (2.00x)")
+        self.assertIn("n/a", table["getCurrentThreadUserTime, p50"][3])
+
+
+if __name__ == "__main__":
+    script_test.run(__name__)
