@@ -42,8 +42,8 @@ clockid_t vmt_os_current_cpu_clockid(bool user_only) {
 
 /* The published tid of a thread that has not begun to leave; 0 otherwise. */
 static pid_t live_tid(const vmt_os_thread_t *ot) {
-  int32_t tid = atomic_load_explicit(&((vmt_os_thread_t *)ot)->tid, memory_order_acquire);
-  if (tid <= 0) return 0;   /* never started (or still being bound) */
+  pid_t tid = vmt_os_thread_tid(ot);
+  if (tid == 0) return 0;   /* never started (or still being bound) */
   if (atomic_load_explicit(&((vmt_os_thread_t *)ot)->exiting, memory_order_acquire)) return 0;
   return tid;
 }

@@ -8,10 +8,13 @@
  * is validated (a per-thread SCHED clock with a non-zero pid field) because glibc hands out
  * clock -2, the *caller's* clock, when it reads a zero tid.
  *
- * DESIGN (publication). `tid` is the publication word: 0 = unbound, -1 = a binder claimed the
- * record and is filling it, > 0 = published. Claiming first makes bind (parent) and bind_self
- * (child) safe to race: exactly one of them writes sched_clock/handle, then release-stores the
- * tid and wakes waiters; readers acquire-load the tid before touching the other fields.
+ * DESIGN (publication). `tid` is the publication word: > 0 is the published tid; below zero
+ * are the states before it: UNBOUND (0), CLAIMED (a binder is filling the record), and each of
+ * those with waiters recorded. Claiming first makes bind (parent) and bind_self (child) safe to
+ * race: exactly one of them writes sched_clock/handle, then exchanges the tid in (release) and
+ * wakes the futex only if a waiter recorded itself, so the common start, where nobody waits,
+ * makes no futex syscall. Readers acquire-load the tid and treat anything <= 0 as "not yet"
+ * (vmt_os_thread_tid).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -21,7 +24,10 @@
 #include "os_linux/os_impl.h"
 #include "runtime/fault.h"
 
+#define TID_UNBOUND 0
 #define TID_CLAIMED (-1)
+#define TID_UNBOUND_WAITED (-2)
+#define TID_CLAIMED_WAITED (-3)
 
 /* Validates a clock id from pthread_getcpuclockid and extracts its tid; -ESRCH for the
  * zero-tid window (clock -2), -EINVAL for anything that is not a per-thread SCHED clock. */
@@ -37,19 +43,22 @@ static int clock_to_tid(clockid_t clock, pid_t *tid) {
 }
 
 static int publish(vmt_os_thread_t *ot, pthread_t handle, clockid_t clock, pid_t tid) {
-  int32_t expected = 0;
-  if (!atomic_compare_exchange_strong_explicit(&ot->tid, &expected, TID_CLAIMED,
-                                               memory_order_acquire, memory_order_acquire)) {
-    /* Bound already (or being bound by the other side of the race): same thread, same tid. */
-    return 0;
+  int32_t seen = atomic_load_explicit(&ot->tid, memory_order_relaxed);
+  for (;;) {
+    /* Bound already, or being bound by the other side of the race: same thread, same tid. */
+    if (seen != TID_UNBOUND && seen != TID_UNBOUND_WAITED) return 0;
+    int32_t claimed = seen == TID_UNBOUND ? TID_CLAIMED : TID_CLAIMED_WAITED;
+    if (atomic_compare_exchange_weak_explicit(&ot->tid, &seen, claimed, memory_order_acquire,
+                                              memory_order_relaxed))
+      break;
   }
   ot->handle = handle;
   ot->sched_clock = clock;
   /* A new identity starts a new CPU-time history (after fork the surviving thread is
    * re-bound: its clock restarted from zero, so must the consistent-user floor). */
   atomic_store_explicit(&ot->user_time_floor_ns, 0, memory_order_relaxed);
-  atomic_store_explicit(&ot->tid, tid, memory_order_release);
-  vmt_os_futex_wake((_Atomic uint32_t *)&ot->tid, INT32_MAX);
+  int32_t before = atomic_exchange_explicit(&ot->tid, tid, memory_order_acq_rel);
+  if (before == TID_CLAIMED_WAITED) vmt_os_futex_wake((_Atomic uint32_t *)&ot->tid, INT32_MAX);
   return 0;
 }
 
@@ -72,13 +81,27 @@ int vmt_os_thread_bind_self(vmt_os_thread_t *ot) {
   return publish(ot, pthread_self(), vmt_os__thread_clock(tid, VMT_OS_CPUCLOCK_SCHED), tid);
 }
 
+pid_t vmt_os_thread_tid(const vmt_os_thread_t *ot) {
+  if (ot == NULL) return 0;
+  int32_t tid = atomic_load_explicit(&((vmt_os_thread_t *)ot)->tid, memory_order_acquire);
+  return tid > 0 ? tid : 0;
+}
+
 pid_t vmt_os_thread_tid_wait(vmt_os_thread_t *ot) {
   if (ot == NULL) return -EINVAL;
-  for (;;) {
-    int32_t tid = atomic_load_explicit(&ot->tid, memory_order_acquire);
-    if (tid > 0) return tid;
-    vmt_os_futex_wait((_Atomic uint32_t *)&ot->tid, (uint32_t)tid, VMT_OS_NO_DEADLINE);
+  int32_t tid = atomic_load_explicit(&ot->tid, memory_order_acquire);
+  while (tid <= 0) {
+    /* Record the wait before sleeping, so that the publisher knows to wake. */
+    int32_t waited = tid == TID_UNBOUND ? TID_UNBOUND_WAITED
+                     : tid == TID_CLAIMED ? TID_CLAIMED_WAITED : tid;
+    if (waited != tid &&
+        !atomic_compare_exchange_weak_explicit(&ot->tid, &tid, waited, memory_order_acquire,
+                                               memory_order_acquire))
+      continue;   /* tid holds the fresh value */
+    vmt_os_futex_wait((_Atomic uint32_t *)&ot->tid, (uint32_t)waited, VMT_OS_NO_DEADLINE);
+    tid = atomic_load_explicit(&ot->tid, memory_order_acquire);
   }
+  return tid;
 }
 
 void vmt_os_thread_mark_exiting(vmt_os_thread_t *ot) {

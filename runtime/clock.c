@@ -14,8 +14,7 @@ static bool readable(const vmt_thread_t *t) {
 }
 
 static bool is_caller(const vmt_thread_t *t) {
-  return atomic_load_explicit(&((vmt_thread_t *)t)->os.tid, memory_order_acquire) ==
-         vmt_os_current_tid();
+  return vmt_os_thread_tid(&t->os) == vmt_os_current_tid();
 }
 
 int64_t vmt_thread_cpu_time(vmt_thread_t *t, vmt_cpu_kind_t kind) {

@@ -130,7 +130,7 @@ int vmt__mx_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, bool locke
   info->state = (vmt_thread_state_t)state;
   info->daemon = t->daemon;
   info->priority = t->priority;
-  info->tid = atomic_load_explicit(&t->os.tid, memory_order_acquire);
+  info->tid = vmt_os_thread_tid(&t->os);
   /* User time first: the consistent user time never exceeds a total read after it. */
   info->user_time_ns = vmt__mx_thread_user_ns(t);
   info->cpu_time_ns = vmt__mx_thread_cpu_ns(t);

@@ -24,7 +24,8 @@
 /* The port's view of one thread, embedded in the runtime's thread record. */
 typedef struct vmt_os_thread {
   pthread_t handle;
-  /* Kernel tid; 0 until published (release store, acquire load). */
+  /* Kernel tid once published (> 0; release, acquire); <= 0 before (binding states, see
+   * os_linux/thread_id.c). Read it with vmt_os_thread_tid(). */
   _Atomic int32_t tid;
   /* Set (release) by the thread itself on its way out, before the kernel can reuse its tid.
    * A CPU-time read that sees it clear *after* the clock read read the right thread. */
@@ -45,6 +46,8 @@ int vmt_os_init(void);
 int vmt_os_thread_bind(vmt_os_thread_t *ot, pthread_t handle);
 /* The same for the calling thread (attach, and the child's own publication). */
 int vmt_os_thread_bind_self(vmt_os_thread_t *ot);
+/* The published tid, or 0 if not yet published (never a transient state of the word). */
+pid_t vmt_os_thread_tid(const vmt_os_thread_t *ot);
 /* The tid, waiting (futex) if not yet published. */
 pid_t vmt_os_thread_tid_wait(vmt_os_thread_t *ot);
 /* Called by the thread itself as it starts to leave. */

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -188,6 +189,43 @@ static void tid_wait_blocks_until_published(void **state) {
   assert_int_equal(vmt_os_thread_bind_self(&ot), 0);
   assert_int_equal(pthread_join(waiter, NULL), 0);
   assert_int_equal(atomic_load(&w.seen), vmt_os_current_tid());
+}
+
+/* Publication against waiters that arrive before, during and after it, many times over: a
+ * lost wake-up would hang the join (and the test's timeout would report it). */
+static void publication_never_loses_a_waiter(void **state) {
+  (void)state;
+  for (int round = 0; round < 300; round++) {
+    vmt_os_thread_t ot;
+    memset(&ot, 0, sizeof(ot));
+    waiter_t w[2] = {{.ot = &ot}, {.ot = &ot}};
+    pthread_t th[2];
+    assert_int_equal(pthread_create(&th[0], NULL, wait_for_tid, &w[0]), 0);
+    if (round % 3 == 0) sched_yield();
+    assert_int_equal(pthread_create(&th[1], NULL, wait_for_tid, &w[1]), 0);
+    if (round % 2 == 0) sched_yield();
+    assert_int_equal(vmt_os_thread_bind_self(&ot), 0);
+    for (int i = 0; i < 2; i++) {
+      assert_int_equal(pthread_join(th[i], NULL), 0);
+      assert_int_equal(atomic_load(&w[i].seen), vmt_os_current_tid());
+    }
+  }
+}
+
+static void unpublished_states_read_as_no_tid(void **state) {
+  (void)state;
+  /* The binding states of the word (os_linux/thread_id.c) are all "not yet". */
+  const int32_t states[] = {0, -1, -2, -3};
+  for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
+    vmt_os_thread_t ot;
+    memset(&ot, 0, sizeof(ot));
+    atomic_store(&ot.tid, states[i]);
+    assert_int_equal(vmt_os_thread_tid(&ot), 0);
+    bool ok = true;
+    assert_int_equal(vmt_os_thread_cpu_time(&ot, false, &ok), -1);
+    assert_false(ok);
+  }
+  assert_int_equal(vmt_os_thread_tid(NULL), 0);
 }
 
 static void never_started_thread_reads_minus_one(void **state) {
@@ -407,6 +445,8 @@ int main(void) {
       cmocka_unit_test_teardown(capabilities_match_the_clocks, teardown),
       cmocka_unit_test_teardown(null_records_are_rejected, teardown),
       cmocka_unit_test_teardown(tid_wait_blocks_until_published, teardown),
+      cmocka_unit_test_teardown(publication_never_loses_a_waiter, teardown),
+      cmocka_unit_test_teardown(unpublished_states_read_as_no_tid, teardown),
       cmocka_unit_test_teardown(never_started_thread_reads_minus_one, teardown),
       cmocka_unit_test_teardown(live_thread_reads_its_own_time_not_the_callers, teardown),
       cmocka_unit_test_teardown(exiting_thread_reads_minus_one, teardown),
