@@ -131,6 +131,46 @@ static void dump_shows_held_and_wanted_locks(void **state) {
   assert_int_equal(vmt_thread_detach(), 0);
 }
 
+typedef struct waiter {
+  vmt_monitor_t *m;
+  _Atomic bool notified;
+} waiter_t;
+
+static void *wait_on_monitor(void *arg) {
+  waiter_t *w = arg;
+  vmt_monitor_enter(w->m);
+  while (!atomic_load(&w->notified)) vmt_monitor_wait(w->m, 0);
+  vmt_monitor_exit(w->m);
+  return NULL;
+}
+
+static void dump_shows_a_monitor_wait(void **state) {
+  (void)state;
+  waiter_t w = {.notified = false};
+  assert_int_equal(vmt_monitor_create(&w.m, "cond"), 0);
+  vmt_thread_t *t = start_named("in-wait", false, wait_on_monitor, &w);
+  assert_true(await_state(t, VMT_THREAD_WAITING));
+  char *s;
+  size_t len;
+  assert_int_equal(vmt_mx_thread_dump_to_string(&s, &len), 0);
+  const char *blk = strstr(s, "\"in-wait\" #");
+  assert_non_null(blk);
+  assert_non_null(strstr(blk, "in Object.wait()"));
+  assert_non_null(strstr(blk, "java.lang.Thread.State: WAITING (on object monitor)"));
+  char name[128], want[160];
+  vmt_monitor_describe(w.m, name, sizeof(name));
+  snprintf(want, sizeof(want), "\t- waiting on <%s>\n", name);
+  assert_non_null(strstr(blk, want));
+  free(s);
+  vmt_monitor_enter(w.m);
+  atomic_store(&w.notified, true);
+  vmt_monitor_notify_all(w.m);
+  vmt_monitor_exit(w.m);
+  assert_int_equal(vmt_thread_join(t, NULL), 0);
+  vmt_thread_release(t);
+  assert_int_equal(vmt_monitor_destroy(w.m), 0);
+}
+
 /* ---- Deadlocks (last: they never end) ----------------------------------------------------- */
 static vmt_monitor_t *mon_a, *mon_b, *mon_c;
 static vmt_sync_t *sync_d;
@@ -269,6 +309,7 @@ int main(void) {
       cmocka_unit_test(bad_arguments),
       cmocka_unit_test(no_deadlock_gives_null_and_no_section),
       cmocka_unit_test(dump_shows_held_and_wanted_locks),
+      cmocka_unit_test(dump_shows_a_monitor_wait),
       cmocka_unit_test(deadlocks_are_found_and_dumped),
   };
   return cmocka_run_group_tests_name("mx_dump", tests, NULL, NULL);

@@ -202,6 +202,52 @@ static void blocked_thread_reports_lock_owner_and_contention(void **state) {
   assert_int_equal(vmt_thread_detach(), 0);
 }
 
+typedef struct waiter {
+  vmt_monitor_t *m;
+  _Atomic bool notified;
+} waiter_t;
+
+static void *wait_on_monitor(void *arg) {
+  waiter_t *w = arg;
+  vmt_monitor_enter(w->m);
+  while (!atomic_load(&w->notified)) vmt_monitor_wait(w->m, 0);
+  vmt_monitor_exit(w->m);
+  return NULL;
+}
+
+static void waiting_thread_reports_monitor_and_waited_count(void **state) {
+  (void)state;
+  waiter_t w = {.notified = false};
+  assert_int_equal(vmt_monitor_create(&w.m, "waited-on"), 0);
+  vmt_thread_t *t = start_named("waiter", false, wait_on_monitor, &w);
+  assert_true(await_state(t, VMT_THREAD_WAITING));
+  vmt_thread_info_t *ti;
+  assert_int_equal(vmt_mx_get_thread_info(vmt_thread_id(t), 0, &ti), 0);
+  assert_int_equal(ti->state, VMT_THREAD_WAITING);
+  assert_non_null(ti->lock);
+  assert_true(has_lock_named(ti->lock, "waited-on", "vmt.Monitor"));
+  assert_int_equal(ti->lock_owner_id, -1); /* wait released it: nobody owns it */
+  assert_null(ti->lock_owner_name);
+  assert_true(ti->waited_count >= 1);
+  assert_int_equal(ti->waited_time_ns, -1); /* contention monitoring is off */
+  assert_int_equal(ti->blocked_count, 0);
+  vmt_mx_thread_info_free(ti);
+  /* Not locked while waiting: wait released it. */
+  int64_t id = vmt_thread_id(t);
+  vmt_thread_info_t **arr;
+  assert_int_equal(vmt_mx_get_thread_info_array(&id, 1, true, true, 0, &arr), 0);
+  assert_int_equal(arr[0]->locked_monitor_count, 0);
+  vmt_mx_thread_info_array_free(arr, 1);
+
+  vmt_monitor_enter(w.m);
+  atomic_store(&w.notified, true);
+  vmt_monitor_notify_all(w.m);
+  vmt_monitor_exit(w.m);
+  assert_int_equal(vmt_thread_join(t, NULL), 0);
+  vmt_thread_release(t);
+  assert_int_equal(vmt_monitor_destroy(w.m), 0);
+}
+
 static void *park_forever(void *arg) {
   _Atomic bool *stop = arg;
   while (!atomic_load(stop)) vmt_park(0);
@@ -378,6 +424,7 @@ int main(void) {
       cmocka_unit_test(unknown_gives_null_and_empty_array_gives_empty_result),
       cmocka_unit_test(fields_and_locked_monitors_and_synchronizers),
       cmocka_unit_test(blocked_thread_reports_lock_owner_and_contention),
+      cmocka_unit_test(waiting_thread_reports_monitor_and_waited_count),
       cmocka_unit_test(parked_thread_is_waiting_without_lock),
       cmocka_unit_test(own_native_frames_and_max_depth),
       cmocka_unit_test(other_threads_have_no_native_frames),
