@@ -7,6 +7,15 @@
  * move after a malloc. Linking jemalloc is not enough: under ASan/TSan the sanitizer's malloc
  * wins, mallctl still answers, and the counter never moves (FACTS.md).
  *
+ * A new thread finds its counters without calling jemalloc. Asking mallctl makes jemalloc set
+ * up the thread's state and thread cache, which it tears down again at exit (a 32 KB madvise
+ * and a TLB shootdown): 20-30 us for a thread that never allocates, most of a thread start.
+ * jemalloc's thread state is a static-TLS variable, and so is our anchor below, so the distance
+ * between the two is the same in every thread; the probe measures it once and checks it in a
+ * second thread. A thread then computes its counter's address from its own anchor: the counter
+ * reads 0 until the thread first allocates. If the check fails (jemalloc loaded with dynamic
+ * TLS), every thread asks mallctl instead.
+ *
  * Reading another thread's counter is a read of that thread's TLS, which disappears with the
  * thread (glibc may unmap or recycle its stack after join). So the owner unpublishes the
  * pointer at its end and then waits until no reader is inside the few-instruction read
@@ -17,6 +26,7 @@
 #include <errno.h>
 #include <jemalloc/jemalloc.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "runtime/thread_impl.h"
@@ -24,6 +34,10 @@
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static bool supported;
 static _Atomic int64_t exited_total;
+
+static _Thread_local char tls_anchor __attribute__((tls_model("initial-exec")));
+static bool offsets_valid;
+static ptrdiff_t allocated_offset, deallocated_offset;
 
 static int counter_pointers(const uint64_t **allocated, const uint64_t **deallocated) {
   int err = vmt__fault_hit(VMT__FAULT_MALLCTL);
@@ -40,6 +54,16 @@ static int counter_pointers(const uint64_t **allocated, const uint64_t **dealloc
 
 static uint64_t read_counter(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 
+/* In a second thread: do the offsets measured in the first one find this thread's counters? */
+static void *check_offsets(void *arg) {
+  const uint64_t *a, *d;
+  bool *ok = arg;
+  *ok = counter_pointers(&a, &d) == 0 &&
+        (const char *)a == &tls_anchor + allocated_offset &&
+        (const char *)d == &tls_anchor + deallocated_offset;
+  return NULL;
+}
+
 static void probe(void) {
   const uint64_t *a, *d;
   if (counter_pointers(&a, &d) != 0) return;
@@ -49,6 +73,25 @@ static void probe(void) {
   uint64_t after = read_counter(a);
   free(p);
   supported = p != NULL && after != before;
+  if (!supported) return;
+  allocated_offset = (const char *)a - &tls_anchor;
+  deallocated_offset = (const char *)d - &tls_anchor;
+  bool ok = false;
+  pthread_t helper;
+  if (pthread_create(&helper, NULL, check_offsets, &ok) == 0) {
+    pthread_join(helper, NULL);
+    offsets_valid = ok;
+  }
+}
+
+/* The calling thread's counters: from the anchor, or from mallctl if the probe said so. */
+static int own_counters(const uint64_t **a, const uint64_t **d) {
+  if (!offsets_valid) return counter_pointers(a, d);
+  int err = vmt__fault_hit(VMT__FAULT_MALLCTL);  /* the same seam: "counters unavailable" */
+  if (err) return err;
+  *a = (const uint64_t *)(const void *)(&tls_anchor + allocated_offset);
+  *d = (const uint64_t *)(const void *)(&tls_anchor + deallocated_offset);
+  return 0;
 }
 
 bool vmt__alloc_supported(void) {
@@ -58,7 +101,7 @@ bool vmt__alloc_supported(void) {
 
 void vmt__alloc_thread_begin(vmt_thread_t *t) {
   const uint64_t *a, *d;
-  if (!vmt__alloc_supported() || counter_pointers(&a, &d) != 0) return;
+  if (!vmt__alloc_supported() || own_counters(&a, &d) != 0) return;
   /* An attached thread allocated before it was attached: that is not the runtime thread's. */
   t->alloc_base = t->kind == VMT__KIND_ATTACHED ? (int64_t)read_counter(a) : 0;
   atomic_store_explicit(&t->deallocatedp, d, memory_order_release);

@@ -80,8 +80,8 @@ struct vmt_thread {
   _Atomic int32_t alloc_readers;
 };
 
-/* registry_state values. A tombstoned record is still in the current snapshot (its removal
- * could not allocate a new one) but counts as absent; the next rebuild drops it. */
+/* registry_state values. A tombstoned record has left (its thread exited) but is still in the
+ * current snapshot; it counts as absent, and the next rebuild drops it (registry.c). */
 enum { VMT__REG_NONE = 0, VMT__REG_IN, VMT__REG_TOMBSTONE };
 
 #define VMT__THREAD_MAGIC 0x766d7474u   /* "vmtt" */
@@ -122,10 +122,11 @@ typedef struct vmt__snapshot {
 #define VMT__HAZARDS_PER_THREAD 4
 const vmt__snapshot_t *vmt__registry_acquire(void);
 void vmt__registry_release(const vmt__snapshot_t *snap);
-/* Binary search; NULL if absent (or tombstoned). */
+/* Binary search; NULL if absent or no longer in the registry (tombstoned or dropped). */
 vmt_thread_t *vmt__snapshot_find(const vmt__snapshot_t *snap, int64_t id);
-/* Reclaims every retired snapshot and record no reader protects, waiting for a concurrent
- * reclamation to finish. Starts and exits do this themselves, amortised; tests call it. */
+/* Drops tombstoned records from the current snapshot, then reclaims every retired snapshot
+ * and record no reader protects, waiting for a concurrent reclamation to finish. Starts and
+ * exits do this themselves, amortised; tests call it. */
 void vmt__registry_reclaim(void);
 /* True for a thread management code lists (started or attached, not internal, not yet
  * TERMINATED). */

@@ -16,8 +16,12 @@
  * its own list. Reclamation runs amortised (once 16 + <hazard blocks> items are pending) from a
  * start or exit that finds the reclaim lock free; it never blocks on it.
  *
- * Without memory for a new snapshot, an exit cannot fail: the record is tombstoned in place
- * (lookups and listings skip it) and the next successful rebuild drops it.
+ * An exit does not build a snapshot: it tombstones its record in place (lookups and listings
+ * skip it; the record stays allocated) and the next rebuild, by a start or once tombstones
+ * outnumber live entries two to one, drops it. So an exiting thread neither allocates nor
+ * frees: a thread whose body never touched the allocator does not make jemalloc set up (and
+ * tear down, with madvise and a TLB shootdown) a thread cache just to leave, which measured
+ * 20-30 us per thread here. An exit cannot fail for want of memory either.
  *
  * Counters (live, peak, daemon, total started, per-category live) change under the writer
  * lock and are read with plain atomic loads.
@@ -78,16 +82,16 @@ static int reg_state(const vmt_thread_t *t) {
 /* Live entries the current snapshot would keep: writer_lock held. */
 static size_t kept_count_locked(const vmt__snapshot_t *cur) { return cur->count - tombstoned; }
 
-/* Builds ns from the current snapshot plus add, minus drop and every tombstone, publishes it
- * and retires what it replaced. writer_lock held; ns has room (checked by the caller). */
-static void publish_locked(vmt__snapshot_t *ns, vmt_thread_t *add, vmt_thread_t *drop) {
+/* Builds ns from the current snapshot plus add (if not NULL) minus every tombstone, publishes
+ * it and retires what it replaced. writer_lock held; ns has room (checked by the caller). */
+static void publish_locked(vmt__snapshot_t *ns, vmt_thread_t *add) {
   vmt__snapshot_t *cur = atomic_load_explicit(&vmt__current_snapshot, memory_order_relaxed);
   size_t n = 0;
   bool added = add == NULL;
   vmt_thread_t *dropped = NULL;
   for (size_t i = 0; i < cur->count; i++) {
     vmt_thread_t *x = cur->threads[i];
-    if (x == drop || reg_state(x) == VMT__REG_TOMBSTONE) {
+    if (reg_state(x) == VMT__REG_TOMBSTONE) {
       x->removed_generation = cur->generation;
       atomic_store_explicit(&x->registry_state, VMT__REG_NONE, memory_order_relaxed);
       x->retire_next = dropped;
@@ -180,13 +184,18 @@ static void reclaim(bool wait) {
   pthread_mutex_unlock(&reclaim_lock);
 }
 
+static void compact(void);
+
 static void maybe_reclaim(void) {
   if (atomic_load_explicit(&retired_pending, memory_order_relaxed) >=
       atomic_load_explicit(&reclaim_threshold, memory_order_relaxed))
     reclaim(false);
 }
 
-void vmt__registry_reclaim(void) { reclaim(true); }
+void vmt__registry_reclaim(void) {
+  compact();
+  reclaim(true);
+}
 
 int vmt__registry_insert(vmt_thread_t *t) {
   for (;;) {
@@ -197,7 +206,7 @@ int vmt__registry_insert(vmt_thread_t *t) {
     pthread_mutex_lock(&writer_lock);
     vmt__snapshot_t *cur = atomic_load_explicit(&vmt__current_snapshot, memory_order_relaxed);
     if (kept_count_locked(cur) + 1 <= cap) {
-      publish_locked(ns, t, NULL);
+      publish_locked(ns, t);
       pthread_mutex_unlock(&writer_lock);
       maybe_reclaim();
       return 0;
@@ -233,31 +242,40 @@ void vmt__registry_count(vmt_thread_t *t) {
   pthread_mutex_unlock(&writer_lock);
 }
 
-void vmt__registry_remove(vmt_thread_t *t) {
-  bool uncounted = false;
+/* Rebuilds the current snapshot without its tombstones. Nothing happens without memory. */
+static void compact(void) {
   for (;;) {
     size_t cap = atomic_load_explicit(&current_count, memory_order_relaxed) + 4;
     vmt__snapshot_t *ns = snapshot_alloc(cap);
+    if (ns == NULL) return;
     pthread_mutex_lock(&writer_lock);
-    if (!uncounted) {
-      uncount_locked(t);
-      uncounted = true;
-    }
-    if (ns == NULL) {
-      atomic_store_explicit(&t->registry_state, VMT__REG_TOMBSTONE, memory_order_relaxed);
-      tombstoned++;
+    vmt__snapshot_t *cur = atomic_load_explicit(&vmt__current_snapshot, memory_order_relaxed);
+    if (tombstoned == 0) {
       pthread_mutex_unlock(&writer_lock);
+      free(ns);
       return;
     }
-    vmt__snapshot_t *cur = atomic_load_explicit(&vmt__current_snapshot, memory_order_relaxed);
-    if (kept_count_locked(cur) - 1 <= cap) {
-      publish_locked(ns, NULL, t);
+    if (kept_count_locked(cur) <= cap) {
+      publish_locked(ns, NULL);
       pthread_mutex_unlock(&writer_lock);
-      maybe_reclaim();
       return;
     }
     pthread_mutex_unlock(&writer_lock);
     free(ns);
+  }
+}
+
+void vmt__registry_remove(vmt_thread_t *t) {
+  pthread_mutex_lock(&writer_lock);
+  uncount_locked(t);
+  atomic_store_explicit(&t->registry_state, VMT__REG_TOMBSTONE, memory_order_release);
+  tombstoned++;
+  vmt__snapshot_t *cur = atomic_load_explicit(&vmt__current_snapshot, memory_order_relaxed);
+  bool crowded = tombstoned > 64 && tombstoned > 2 * kept_count_locked(cur);
+  pthread_mutex_unlock(&writer_lock);
+  if (crowded) {
+    compact();
+    maybe_reclaim();
   }
 }
 
@@ -267,7 +285,8 @@ vmt_thread_t *vmt__snapshot_find(const vmt__snapshot_t *snap, int64_t id) {
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
     vmt_thread_t *t = snap->threads[mid];
-    if (t->id == id) return reg_state(t) == VMT__REG_TOMBSTONE ? NULL : t;
+    /* In an older snapshot a record may have left since (tombstoned, then dropped). */
+    if (t->id == id) return reg_state(t) == VMT__REG_IN ? t : NULL;
     if (t->id < id)
       lo = mid + 1;
     else
@@ -348,7 +367,7 @@ void vmt__registry_fork_child(vmt_thread_t *survivor) {
   vmt__snapshot_t *ns = snapshot_alloc(2);
   if (ns) {
     if (kept_count_locked(cur) <= 2)
-      publish_locked(ns, NULL, NULL);
+      publish_locked(ns, NULL);
     else
       free(ns);
   }

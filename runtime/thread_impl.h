@@ -53,8 +53,8 @@ size_t vmt__record_pool_free_count(void);
 int vmt__registry_insert(vmt_thread_t *t);
 /* Counts t as started and (unless it already left) live; internal threads are never counted. */
 void vmt__registry_count(vmt_thread_t *t);
-/* Removes t and uncounts it. Never fails: without memory for a new snapshot, t is tombstoned in
- * the current one. The registry's reference on t is dropped once no reader can see it. */
+/* Uncounts t and tombstones it in the current snapshot: no allocation, never fails. The next
+ * rebuild drops it; the registry's reference on t goes once no reader can see it. */
 void vmt__registry_remove(vmt_thread_t *t);
 
 /* ---- Hazard pointers (hazard.c) -------------------------------------------------------- */

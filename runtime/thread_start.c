@@ -29,7 +29,9 @@ static void on_exit_path(void *arg) {
 static void *trampoline(void *arg) {
   vmt_thread_t *t = arg;
   vmt__current = t;
-  vmt_os_thread_bind_self(&t->os);
+  /* The parent has usually published the tid already (it needs no help from us); publish it
+   * here only if we ran first, which costs a gettid. */
+  if (atomic_load_explicit(&t->os.tid, memory_order_acquire) <= 0) vmt_os_thread_bind_self(&t->os);
   vmt__alloc_thread_begin(t);
   pthread_cleanup_push(on_exit_path, t);
   /* Best effort, as in HotSpot: a thread runs fine under its inherited kernel name. */

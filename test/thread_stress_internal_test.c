@@ -81,8 +81,11 @@ static void check_snapshot(const vmt__snapshot_t *s) {
     if (__atomic_load_n(&t->magic, __ATOMIC_RELAXED) != VMT__THREAD_MAGIC) walker_errors++;
     if (i > 0 && ids[i - 1] >= ids[i]) walker_errors++;
     if (t->name == NULL || t->category == NULL) walker_errors++;
+    /* Found means this very record; not found means it has left (states only move forward:
+     * in, tombstoned, dropped). */
     vmt_thread_t *found = vmt__snapshot_find(s, ids[i]);
-    if (atomic_load(&t->registry_state) != VMT__REG_TOMBSTONE && found != t) walker_errors++;
+    if (found != NULL && found != t) walker_errors++;
+    if (found == NULL && atomic_load(&t->registry_state) == VMT__REG_IN) walker_errors++;
     (void)vmt__thread_is_listed(t);
     (void)vmt_thread_state(t);
   }

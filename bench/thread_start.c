@@ -1,0 +1,388 @@
+/*
+ * bench/thread_start.c: what starting a thread costs (issue 4), Kudu's benchmark from change
+ * 8257: start 1000 threads whose body is empty, ask each one's tid, join them all. One sample
+ * is one such round; the figure is per thread. Variants, interleaved round by round so that
+ * load from other processes falls on all of them alike:
+ *
+ *   vmthread    vmt_thread_start (no handshake), vmt_thread_tid, vmt_thread_join + release
+ *   handshake   raw pthreads with the two-way handshake Kudu had before the change and HotSpot
+ *               still has: the parent waits (futex) until the child published its tid, the
+ *               child waits until the parent lets it run; then tid, then join
+ *   pthread     pthread_create + pthread_join, nothing else: the floor
+ *
+ * Per variant: wall, user and system time (getrusage(RUSAGE_SELF) around the round: exited
+ * threads' times are folded into the process) and context switches (voluntary + involuntary),
+ * each per thread, as the median and min..max over the rounds.
+ *
+ * Second part, the registry under readers: with 1000 live threads parked, one thread starts
+ * and joins threads (start+join per sample) while another thread either does nothing, spins
+ * without touching the runtime (the control: on this 2-core machine any busy thread takes CPU
+ * from the starts), walks the registry in a loop (what getAllThreadIds does: protect the
+ * current snapshot, copy the listed ids, release), or walks it once per millisecond. The
+ * registry's own effect is walker / spinner (and paced walker / none).
+ *
+ * The walk uses the runtime's internal registry API (runtime/internal.h) because the public
+ * management call sits in another module; it is the same loop.
+ */
+#include <errno.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench/harness.h"
+#include "runtime/internal.h"
+#include "vmthread.h"
+
+#define THREADS 1000
+
+static void futex_wait(_Atomic uint32_t *w, uint32_t expected) {
+  syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+}
+static void futex_wake(_Atomic uint32_t *w) {
+  syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static void *empty_body(void *arg) { return arg; }
+
+/* ---- one round per variant ------------------------------------------------------------- */
+typedef struct round {
+  double wall_us, user_us, sys_us, csw;  /* per thread */
+} round_t;
+
+typedef struct meter {
+  int64_t t0;
+  struct rusage r0;
+} meter_t;
+
+static int64_t tv_us(struct timeval tv) { return (int64_t)tv.tv_sec * 1000000 + tv.tv_usec; }
+
+static void meter_start(meter_t *m) {
+  getrusage(RUSAGE_SELF, &m->r0);
+  m->t0 = vmtb_now_ns();
+}
+
+static round_t meter_stop(const meter_t *m, int n) {
+  int64_t t1 = vmtb_now_ns();
+  struct rusage r1;
+  getrusage(RUSAGE_SELF, &r1);
+  round_t r;
+  r.wall_us = (double)(t1 - m->t0) / 1000.0 / n;
+  r.user_us = (double)(tv_us(r1.ru_utime) - tv_us(m->r0.ru_utime)) / n;
+  r.sys_us = (double)(tv_us(r1.ru_stime) - tv_us(m->r0.ru_stime)) / n;
+  r.csw = (double)((r1.ru_nvcsw + r1.ru_nivcsw) - (m->r0.ru_nvcsw + m->r0.ru_nivcsw)) / n;
+  return r;
+}
+
+static vmt_thread_t *vt[THREADS];
+static pthread_t pt[THREADS];
+
+static void die(const char *what, int err) {
+  fprintf(stderr, "thread_start: %s failed: %s\n", what, strerror(err < 0 ? -err : err));
+  exit(1);
+}
+
+static round_t round_vmthread(void) {
+  meter_t m;
+  meter_start(&m);
+  for (int i = 0; i < THREADS; i++) {
+    int rc = vmt_thread_start(&vt[i], empty_body, NULL);
+    if (rc) die("vmt_thread_start", rc);
+  }
+  for (int i = 0; i < THREADS; i++) VMTB_SINK(vmt_thread_tid(vt[i]));
+  for (int i = 0; i < THREADS; i++) {
+    vmt_thread_join(vt[i], NULL);
+    vmt_thread_release(vt[i]);
+  }
+  return meter_stop(&m, THREADS);
+}
+
+typedef struct handshake {
+  _Atomic uint32_t tid;  /* published by the child */
+  _Atomic uint32_t go;   /* set by the parent once it saw the tid */
+} handshake_t;
+
+static handshake_t hs[THREADS];
+
+static void *handshake_body(void *arg) {
+  handshake_t *h = arg;
+  atomic_store_explicit(&h->tid, (uint32_t)syscall(SYS_gettid), memory_order_release);
+  futex_wake(&h->tid);
+  while (atomic_load_explicit(&h->go, memory_order_acquire) == 0) futex_wait(&h->go, 0);
+  return NULL;
+}
+
+static round_t round_handshake(void) {
+  memset(hs, 0, sizeof(hs));
+  meter_t m;
+  meter_start(&m);
+  for (int i = 0; i < THREADS; i++) {
+    int rc = pthread_create(&pt[i], NULL, handshake_body, &hs[i]);
+    if (rc) die("pthread_create", rc);
+    while (atomic_load_explicit(&hs[i].tid, memory_order_acquire) == 0) futex_wait(&hs[i].tid, 0);
+    atomic_store_explicit(&hs[i].go, 1, memory_order_release);
+    futex_wake(&hs[i].go);
+  }
+  for (int i = 0; i < THREADS; i++) VMTB_SINK(atomic_load(&hs[i].tid));
+  for (int i = 0; i < THREADS; i++) pthread_join(pt[i], NULL);
+  return meter_stop(&m, THREADS);
+}
+
+static round_t round_pthread(void) {
+  meter_t m;
+  meter_start(&m);
+  for (int i = 0; i < THREADS; i++) {
+    int rc = pthread_create(&pt[i], NULL, empty_body, NULL);
+    if (rc) die("pthread_create", rc);
+  }
+  for (int i = 0; i < THREADS; i++) pthread_join(pt[i], NULL);
+  return meter_stop(&m, THREADS);
+}
+
+/* ---- the registry under readers -------------------------------------------------------- */
+enum { READER_NONE, READER_SPINNER, READER_WALKER, READER_PACED, READER_KINDS };
+static const char *const reader_names[READER_KINDS] = {
+    "starts_1000_live", "starts_1000_live_spinner", "starts_1000_live_walker",
+    "starts_1000_live_walker_1ms"};
+
+static _Atomic int reader_mode = READER_NONE;
+static _Atomic bool reader_quit;
+static _Atomic uint64_t walks;
+
+static int64_t walk_ids(void) {
+  const vmt__snapshot_t *s = vmt__registry_acquire();
+  int64_t *ids = malloc((s->count + 1) * sizeof(*ids));
+  size_t n = 0;
+  for (size_t i = 0; i < s->count; i++)
+    if (vmt__thread_is_listed(s->threads[i])) ids[n++] = s->threads[i]->id;
+  vmt__registry_release(s);
+  int64_t sum = 0;
+  for (size_t i = 0; i < n; i++) sum += ids[i];
+  free(ids);
+  return sum;
+}
+
+static void *reader(void *arg) {
+  (void)arg;
+  volatile uint64_t spin = 0;
+  while (!atomic_load_explicit(&reader_quit, memory_order_relaxed)) {
+    switch (atomic_load_explicit(&reader_mode, memory_order_relaxed)) {
+      case READER_SPINNER:
+        for (int i = 0; i < 1000; i++) spin++;
+        break;
+      case READER_WALKER:
+        VMTB_SINK(walk_ids());
+        atomic_fetch_add_explicit(&walks, 1, memory_order_relaxed);
+        break;
+      case READER_PACED: {
+        VMTB_SINK(walk_ids());
+        atomic_fetch_add_explicit(&walks, 1, memory_order_relaxed);
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+        break;
+      }
+      default: {
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, NULL);
+        break;
+      }
+    }
+  }
+  return NULL;
+}
+
+static pthread_mutex_t park_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t park_cond = PTHREAD_COND_INITIALIZER;
+static bool unpark;
+
+static void *parked_body(void *arg) {
+  pthread_mutex_lock(&park_lock);
+  while (!unpark) pthread_cond_wait(&park_cond, &park_lock);
+  pthread_mutex_unlock(&park_lock);
+  return arg;
+}
+
+static double starts_round(int n) {
+  int64_t t0 = vmtb_now_ns();
+  for (int i = 0; i < n; i++) {
+    vmt_thread_t *t;
+    int rc = vmt_thread_start(&t, empty_body, NULL);
+    if (rc) die("vmt_thread_start", rc);
+    vmt_thread_join(t, NULL);
+    vmt_thread_release(t);
+  }
+  return (double)(vmtb_now_ns() - t0) / 1000.0 / n;
+}
+
+/* ---- main ------------------------------------------------------------------------------ */
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(const double *v, size_t n) {
+  double *c = malloc(n * sizeof(*c));
+  memcpy(c, v, n * sizeof(*c));
+  qsort(c, n, sizeof(*c), cmp_double);
+  double m = n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
+  free(c);
+  return m;
+}
+
+static void minmax(const double *v, size_t n, double *lo, double *hi) {
+  *lo = *hi = v[0];
+  for (size_t i = 1; i < n; i++) {
+    if (v[i] < *lo) *lo = v[i];
+    if (v[i] > *hi) *hi = v[i];
+  }
+}
+
+enum { V_VMTHREAD, V_HANDSHAKE, V_PTHREAD, VARIANTS };
+static const char *const variant_names[VARIANTS] = {"vmthread", "handshake", "pthread"};
+static round_t (*const rounds[VARIANTS])(void) = {round_vmthread, round_handshake, round_pthread};
+
+int main(int argc, char **argv) {
+  vmtb_options_t opts;
+  vmtb_parse_args(argc, argv, &opts, NULL);
+  size_t repeats = opts.quick ? 5 : opts.longrun ? 61 : 21;
+  size_t reader_repeats = opts.quick ? 4 : opts.longrun ? 41 : 15;
+  int starts_per_sample = opts.quick ? 200 : 500;
+  if (!opts.json) vmtb_describe_machine(stdout);
+  vmtb_note(&opts,
+            "thread_start: %d empty threads per round (start all, tid of each, join all), %zu "
+            "rounds per variant after one warm-up round, variants interleaved",
+            THREADS, repeats);
+
+  double *wall[VARIANTS], *user[VARIANTS], *sys[VARIANTS], *csw[VARIANTS];
+  for (int v = 0; v < VARIANTS; v++) {
+    wall[v] = calloc(repeats, sizeof(double));
+    user[v] = calloc(repeats, sizeof(double));
+    sys[v] = calloc(repeats, sizeof(double));
+    csw[v] = calloc(repeats, sizeof(double));
+    if (getenv("VMTB_ONLY") && strcmp(getenv("VMTB_ONLY"), variant_names[v]) != 0) continue;
+    rounds[v]();  /* warm-up: stacks cached, records pooled, pages faulted in */
+  }
+  const char *only = getenv("VMTB_ONLY");
+  for (size_t r = 0; r < repeats; r++) {
+    for (int k = 0; k < VARIANTS; k++) {
+      int v = (int)((r + (size_t)k) % VARIANTS);  /* rotate who goes first */
+      if (only && strcmp(only, variant_names[v]) != 0) continue;
+      round_t x = rounds[v]();
+      wall[v][r] = x.wall_us;
+      user[v][r] = x.user_us;
+      sys[v][r] = x.sys_us;
+      csw[v][r] = x.csw;
+    }
+  }
+
+  vmtb_table_header(&opts, "thread_start: start + tid + join, per thread (us/thread; samples = "
+                           "rounds of 1000 threads)");
+  double med[VARIANTS];
+  for (int v = 0; v < VARIANTS; v++) {
+    char extra[256];
+    double mu = median(user[v], repeats), ms = median(sys[v], repeats),
+           mc = median(csw[v], repeats);
+    med[v] = median(wall[v], repeats);
+    snprintf(extra, sizeof(extra), "\"user_us\":%.3f,\"sys_us\":%.3f,\"csw\":%.3f,\"threads\":%d",
+             mu, ms, mc, THREADS);
+    vmtb_result_t res = {.bench = "thread_start", .variant = variant_names[v],
+                         .unit = "us/thread"};
+    double *copy = malloc(repeats * sizeof(double));
+    memcpy(copy, wall[v], repeats * sizeof(double));
+    vmtb_stats(copy, repeats, &res);
+    free(copy);
+    vmtb_report(&opts, &res, extra);
+  }
+  vmtb_note(&opts, "\n%-10s %22s %22s %22s %24s", "variant", "wall us/thread", "user us/thread",
+            "sys us/thread", "ctx switches/thread");
+  for (int v = 0; v < VARIANTS; v++) {
+    double lo[4], hi[4];
+    minmax(wall[v], repeats, &lo[0], &hi[0]);
+    minmax(user[v], repeats, &lo[1], &hi[1]);
+    minmax(sys[v], repeats, &lo[2], &hi[2]);
+    minmax(csw[v], repeats, &lo[3], &hi[3]);
+    vmtb_note(&opts, "%-10s %6.1f [%5.1f..%6.1f] %6.1f [%5.1f..%6.1f] %6.1f [%5.1f..%6.1f] "
+              "%6.2f [%5.2f..%6.2f]",
+              variant_names[v], med[v], lo[0], hi[0], median(user[v], repeats), lo[1], hi[1],
+              median(sys[v], repeats), lo[2], hi[2], median(csw[v], repeats), lo[3], hi[3]);
+  }
+  vmtb_note(&opts, "(median [min..max] over %zu rounds)", repeats);
+  vmtb_note(&opts, "\nratios (medians):");
+  vmtb_note(&opts, "  vmthread / pthread      %5.2fx  (done when <= 1.15x)",
+            med[V_VMTHREAD] / med[V_PTHREAD]);
+  vmtb_note(&opts, "  handshake / vmthread    %5.2fx  (done when >= 1.2x; Kudu measured 2.6x)",
+            med[V_HANDSHAKE] / med[V_VMTHREAD]);
+  vmtb_note(&opts, "  handshake / pthread     %5.2fx", med[V_HANDSHAKE] / med[V_PTHREAD]);
+  vmtb_note(&opts, "  ctx switches handshake / vmthread  %5.2fx  (Kudu: 29552 -> 17178, 1.72x)",
+            median(csw[V_HANDSHAKE], repeats) / median(csw[V_VMTHREAD], repeats));
+
+  if (only) return 0;
+  /* ---- part two: starts while 1000 threads live, with and without readers -------------- */
+  vmtb_note(&opts,
+            "\nregistry under readers: %d start+join per sample with %d parked threads alive; "
+            "%zu samples per variant, interleaved",
+            starts_per_sample, THREADS, reader_repeats);
+  for (int i = 0; i < THREADS; i++) {
+    int rc = vmt_thread_start(&vt[i], parked_body, NULL);
+    if (rc) die("vmt_thread_start (parked)", rc);
+  }
+  pthread_t reader_thread;
+  pthread_create(&reader_thread, NULL, reader, NULL);
+  double *rs[READER_KINDS];
+  for (int k = 0; k < READER_KINDS; k++) rs[k] = calloc(reader_repeats, sizeof(double));
+  uint64_t walks_in[READER_KINDS] = {0};
+  double walk_time[READER_KINDS] = {0};
+  starts_round(starts_per_sample / 4);  /* warm-up */
+  for (size_t r = 0; r < reader_repeats; r++) {
+    for (int j = 0; j < READER_KINDS; j++) {
+      int k = (int)((r + (size_t)j) % READER_KINDS);
+      atomic_store(&reader_mode, k);
+      uint64_t w0 = atomic_load(&walks);
+      int64_t t0 = vmtb_now_ns();
+      rs[k][r] = starts_round(starts_per_sample);
+      walk_time[k] += (double)(vmtb_now_ns() - t0) / 1e9;
+      walks_in[k] += atomic_load(&walks) - w0;
+    }
+  }
+  atomic_store(&reader_quit, true);
+  pthread_join(reader_thread, NULL);
+  pthread_mutex_lock(&park_lock);
+  unpark = true;
+  pthread_cond_broadcast(&park_cond);
+  pthread_mutex_unlock(&park_lock);
+  for (int i = 0; i < THREADS; i++) {
+    vmt_thread_join(vt[i], NULL);
+    vmt_thread_release(vt[i]);
+  }
+
+  vmtb_table_header(&opts, "thread_start: start+join with 1000 live threads, by concurrent "
+                           "reader (us/thread; samples = rounds)");
+  double rmed[READER_KINDS];
+  for (int k = 0; k < READER_KINDS; k++) {
+    char extra[128];
+    snprintf(extra, sizeof(extra), "\"live_threads\":%d,\"walks_per_s\":%.0f", THREADS,
+             walk_time[k] > 0 ? (double)walks_in[k] / walk_time[k] : 0.0);
+    vmtb_result_t res = {.bench = "thread_start", .variant = reader_names[k],
+                         .unit = "us/thread"};
+    rmed[k] = median(rs[k], reader_repeats);
+    vmtb_stats(rs[k], reader_repeats, &res);
+    vmtb_report(&opts, &res, extra);
+  }
+  vmtb_note(&opts, "\nwalks per second: walker %.0f, paced walker %.0f",
+            walk_time[READER_WALKER] > 0 ? walks_in[READER_WALKER] / walk_time[READER_WALKER] : 0,
+            walk_time[READER_PACED] > 0 ? walks_in[READER_PACED] / walk_time[READER_PACED] : 0);
+  vmtb_note(&opts, "ratios (medians):");
+  vmtb_note(&opts, "  walker / spinner (the registry's own effect)   %5.2fx  (done when <= 1.10x)",
+            rmed[READER_WALKER] / rmed[READER_SPINNER]);
+  vmtb_note(&opts, "  walker every 1 ms / no reader                  %5.2fx  (done when <= 1.10x)",
+            rmed[READER_PACED] / rmed[READER_NONE]);
+  vmtb_note(&opts, "  spinner / no reader (CPU taken by any busy thread) %5.2fx",
+            rmed[READER_SPINNER] / rmed[READER_NONE]);
+  return 0;
+}
