@@ -4,7 +4,7 @@
  * the query must answer -ENOMEM, leave its out parameters alone and leak nothing (LeakSanitizer
  * checks the last part under --config=asan); once no failure is injected it must succeed. The
  * SIGQUIT dump must leave the disposition and the threads as they were when its thread cannot
- * start.
+ * start. A CPU clock read that fails gives -1 for that thread.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -167,12 +167,50 @@ static void sigquit_enable_leaves_nothing_when_its_thread_cannot_start(void **st
   assert_ptr_equal(after.sa_handler, before.sa_handler);
 }
 
+static void failing_clock_reads_answer_minus_one(void **state) {
+  (void)state;
+  if (!vmt_mx_is_thread_cpu_time_supported()) {
+    print_message("thread CPU time is not supported here\n");
+    skip();
+  }
+  gate_t g;
+  gate_init(&g);
+  vmt_thread_t *t = start_named("clocked", false, gate_body, &g);
+  gate_await(&g, 1);
+  int64_t id = vmt_thread_id(t), ids[2] = {id, id}, out[2] = {0, 0}, v = 0;
+  /* A CPU clock the kernel refuses (the thread vanished under us, say) is Java's -1, per
+   * element, never an error of the whole call nor a stale value. */
+  vmt__fault_arm(VMT__FAULT_CLOCK, 0, -1, EINVAL);
+  assert_int_equal(vmt_mx_get_thread_cpu_time(id, &v), 0);
+  assert_int_equal(v, -1);
+  assert_int_equal(vmt_mx_get_thread_user_time(id, &v), 0);
+  assert_int_equal(v, -1);
+  assert_int_equal(vmt_mx_get_thread_cpu_time_array(ids, 2, out), 0);
+  assert_int_equal(out[0], -1);
+  assert_int_equal(out[1], -1);
+  vmt_thread_info_t *ti = NULL;
+  assert_int_equal(vmt_mx_get_thread_info(id, 0, &ti), 0);
+  assert_non_null(ti);
+  assert_int_equal(ti->cpu_time_ns, -1);
+  assert_int_equal(ti->user_time_ns, -1);
+  vmt_mx_thread_info_free(ti);
+  assert_true(vmt__fault_injected(VMT__FAULT_CLOCK) > 0);
+  vmt__fault_disarm_all();
+  assert_int_equal(vmt_mx_get_thread_cpu_time(id, &v), 0);
+  assert_true(v >= 0);
+  gate_open(&g);
+  vmt_thread_join(t, NULL);
+  vmt_thread_release(t);
+  gate_destroy(&g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(thread_info_fails_cleanly_at_every_allocation, teardown),
       cmocka_unit_test_teardown(dumps_and_ids_fail_cleanly_at_every_allocation, teardown),
       cmocka_unit_test_teardown(sigquit_enable_leaves_nothing_when_its_thread_cannot_start,
                                 teardown),
+      cmocka_unit_test_teardown(failing_clock_reads_answer_minus_one, teardown),
   };
   return cmocka_run_group_tests_name("mx_fault_internal", tests, NULL, NULL);
 }
