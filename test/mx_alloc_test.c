@@ -182,9 +182,7 @@ static void disabled_gives_minus_one(void **state) {
   assert_int_equal(vmt_mx_set_thread_allocated_memory_enabled(true), 0);
   assert_int_equal(vmt_mx_get_thread_allocated_bytes(id, &v), 0);
   assert_true(v >= 0);
-  gate_open(&g);
-  vmt_thread_join(t, NULL);
-  vmt_thread_release(t);
+  finish_gated(&g, t);
   gate_destroy(&g);
 }
 

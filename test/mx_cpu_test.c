@@ -155,9 +155,7 @@ static void disabled_measurement_gives_minus_one(void **state) {
   assert_int_equal(vmt_mx_set_thread_cpu_time_enabled(true), 0);
   assert_int_equal(vmt_mx_get_thread_cpu_time(id, &v), 0);
   assert_true(v >= 0);
-  gate_open(&g);
-  vmt_thread_join(t, NULL);
-  vmt_thread_release(t);
+  finish_gated(&g, t);
   gate_destroy(&g);
 }
 

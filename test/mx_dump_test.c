@@ -66,9 +66,7 @@ static void no_deadlock_gives_null_and_no_section(void **state) {
   assert_non_null(strstr(s, "java.lang.Thread.State: RUNNABLE"));
   assert_null(strstr(s, "deadlock"));
   free(s);
-  gate_open(&g);
-  vmt_thread_join(t, NULL);
-  vmt_thread_release(t);
+  finish_gated(&g, t);
   gate_destroy(&g);
 }
 
@@ -131,19 +129,6 @@ static void dump_shows_held_and_wanted_locks(void **state) {
   assert_int_equal(vmt_thread_detach(), 0);
 }
 
-typedef struct waiter {
-  vmt_monitor_t *m;
-  _Atomic bool notified;
-} waiter_t;
-
-static void *wait_on_monitor(void *arg) {
-  waiter_t *w = arg;
-  vmt_monitor_enter(w->m);
-  while (!atomic_load(&w->notified)) vmt_monitor_wait(w->m, 0);
-  vmt_monitor_exit(w->m);
-  return NULL;
-}
-
 static void dump_shows_a_monitor_wait(void **state) {
   (void)state;
   waiter_t w = {.notified = false};
@@ -162,10 +147,7 @@ static void dump_shows_a_monitor_wait(void **state) {
   snprintf(want, sizeof(want), "\t- waiting on <%s>\n", name);
   assert_non_null(strstr(blk, want));
   free(s);
-  vmt_monitor_enter(w.m);
-  atomic_store(&w.notified, true);
-  vmt_monitor_notify_all(w.m);
-  vmt_monitor_exit(w.m);
+  waiter_release(&w);
   assert_int_equal(vmt_thread_join(t, NULL), 0);
   vmt_thread_release(t);
   assert_int_equal(vmt_monitor_destroy(w.m), 0);

@@ -198,9 +198,7 @@ static void failing_clock_reads_answer_minus_one(void **state) {
   vmt__fault_disarm_all();
   assert_int_equal(vmt_mx_get_thread_cpu_time(id, &v), 0);
   assert_true(v >= 0);
-  gate_open(&g);
-  vmt_thread_join(t, NULL);
-  vmt_thread_release(t);
+  finish_gated(&g, t);
   gate_destroy(&g);
 }
 

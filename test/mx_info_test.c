@@ -202,19 +202,6 @@ static void blocked_thread_reports_lock_owner_and_contention(void **state) {
   assert_int_equal(vmt_thread_detach(), 0);
 }
 
-typedef struct waiter {
-  vmt_monitor_t *m;
-  _Atomic bool notified;
-} waiter_t;
-
-static void *wait_on_monitor(void *arg) {
-  waiter_t *w = arg;
-  vmt_monitor_enter(w->m);
-  while (!atomic_load(&w->notified)) vmt_monitor_wait(w->m, 0);
-  vmt_monitor_exit(w->m);
-  return NULL;
-}
-
 static void waiting_thread_reports_monitor_and_waited_count(void **state) {
   (void)state;
   waiter_t w = {.notified = false};
@@ -239,10 +226,7 @@ static void waiting_thread_reports_monitor_and_waited_count(void **state) {
   assert_int_equal(arr[0]->locked_monitor_count, 0);
   vmt_mx_thread_info_array_free(arr, 1);
 
-  vmt_monitor_enter(w.m);
-  atomic_store(&w.notified, true);
-  vmt_monitor_notify_all(w.m);
-  vmt_monitor_exit(w.m);
+  waiter_release(&w);
   assert_int_equal(vmt_thread_join(t, NULL), 0);
   vmt_thread_release(t);
   assert_int_equal(vmt_monitor_destroy(w.m), 0);
@@ -314,9 +298,7 @@ static void other_threads_have_no_native_frames(void **state) {
   assert_int_equal(vmt_mx_get_thread_info(vmt_thread_id(t), VMT_MX_MAX_DEPTH_ALL, &ti), 0);
   assert_int_equal(ti->frame_count, 0);
   vmt_mx_thread_info_free(ti);
-  gate_open(&g);
-  vmt_thread_join(t, NULL);
-  vmt_thread_release(t);
+  finish_gated(&g, t);
   gate_destroy(&g);
 }
 

@@ -141,9 +141,7 @@ static void sigquit_dump_round_trip(void **state) {
 
   fclose(out);
   unlink(path);
-  gate_open(&g);
-  vmt_thread_join(t, NULL);
-  vmt_thread_release(t);
+  finish_gated(&g, t);
   gate_destroy(&g);
   signal(SIGQUIT, SIG_DFL);
 }

@@ -64,6 +64,34 @@ static inline void *gate_body(void *arg) {
   return NULL;
 }
 
+/* A thread in vmt_monitor_wait (WAITING on w->m) until waiter_release. */
+typedef struct waiter {
+  vmt_monitor_t *m;
+  _Atomic bool notified;
+} waiter_t;
+
+static inline void *wait_on_monitor(void *arg) {
+  waiter_t *w = arg;
+  vmt_monitor_enter(w->m);
+  while (!atomic_load(&w->notified)) vmt_monitor_wait(w->m, 0);
+  vmt_monitor_exit(w->m);
+  return NULL;
+}
+
+static inline void waiter_release(waiter_t *w) {
+  vmt_monitor_enter(w->m);
+  atomic_store(&w->notified, true);
+  vmt_monitor_notify_all(w->m);
+  vmt_monitor_exit(w->m);
+}
+
+/* Opens g and joins and releases t, a thread held at g. */
+static inline void finish_gated(gate_t *g, vmt_thread_t *t) {
+  gate_open(g);
+  vmt_thread_join(t, NULL);
+  vmt_thread_release(t);
+}
+
 static inline vmt_thread_t *start_named(const char *name, bool daemon, vmt_thread_fn fn,
                                         void *arg) {
   vmt_thread_options_t o;
