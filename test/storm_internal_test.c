@@ -3,7 +3,9 @@
  * exit, join; some released while still running; some foreign pthreads that attach and detach,
  * or end still attached) run on every core while querying threads walk the registry without
  * pause, reading counts, ids, names, states, tids, CPU and user times and allocated bytes of
- * threads that may be exiting under them. Afterwards the counters must be exact, the registry
+ * threads that may be exiting under them, and a third polls the management API as a monitoring
+ * agent would (counts, ids, ThreadInfo single and array, times by id and as arrays, allocated
+ * bytes, dumps, deadlock scans). Afterwards the counters must be exact, the registry
  * must hold only what it held before, every record must be back in the pool, every id unique,
  * and (under ASan) nothing leaked. Internal test: it checks the registry and the record pool
  * directly.
@@ -48,6 +50,9 @@ typedef struct storm {
   /* Queries. */
   _Atomic int64_t snapshot_walks, record_queries, time_reads, time_answers, count_reads,
       lookups;
+  /* Management API queries (vmt_mx_*), by kind. */
+  _Atomic int64_t mx_counts, mx_id_lists, mx_infos, mx_info_arrays, mx_times, mx_time_arrays,
+      mx_alloc, mx_dumps, mx_deadlock_scans;
   /* Distinct records seen by creators (the pool is type-stable: a handful of addresses). */
   pthread_mutex_t seen_lock;
   vmt_thread_t **seen;
@@ -312,6 +317,92 @@ static void *querier(void *arg) {
   return NULL;
 }
 
+/* The management API's view, as a monitoring agent polls it: counts, ids, ThreadInfo, CPU and
+ * user times and allocated bytes by id (one at a time and as arrays), dumps, deadlocks. Every
+ * answer for an id must be about that id, or the Java "no answer" (-1 / NULL). */
+static void mx_round(uint64_t round) {
+  /* Under the sanitizers jemalloc is not the allocator: -ENOTSUP, as documented. */
+  bool alloc_supported = vmt_mx_is_thread_allocated_memory_supported();
+  int32_t live = vmt_mx_get_thread_count();
+  int32_t peak = vmt_mx_get_peak_thread_count();
+  int32_t daemon = vmt_mx_get_daemon_thread_count();
+  STORM_CHECK(live >= 0 && daemon >= 0 && peak >= 0, "mx counts %d %d %d", live, peak, daemon);
+  STORM_CHECK(vmt_mx_get_total_started_thread_count() >= 0, "mx total started");
+  atomic_fetch_add_explicit(&storm.mx_counts, 4, memory_order_relaxed);
+
+  int64_t *ids = NULL;
+  size_t n = 0;
+  int rc = vmt_mx_get_all_thread_ids(&ids, &n);
+  STORM_CHECK(rc == 0, "get_all_thread_ids: %d", rc);
+  if (rc != 0) return;
+  atomic_fetch_add_explicit(&storm.mx_id_lists, 1, memory_order_relaxed);
+  for (size_t i = 0; i < n; i++) {
+    STORM_CHECK(ids[i] > 0 && (i == 0 || ids[i] > ids[i - 1]), "ids not ascending");
+    vmt_thread_info_t *info = NULL;
+    rc = vmt_mx_get_thread_info(ids[i], (int32_t)(round % 3), &info);
+    STORM_CHECK(rc == 0, "get_thread_info: %d", rc);
+    atomic_fetch_add_explicit(&storm.mx_infos, 1, memory_order_relaxed);
+    if (info) {
+      STORM_CHECK(info->id == ids[i], "ThreadInfo of %lld is about %lld", (long long)ids[i],
+                  (long long)info->id);
+      STORM_CHECK(info->name != NULL && info->category != NULL, "ThreadInfo without names");
+      STORM_CHECK(info->cpu_time_ns >= -1 && info->user_time_ns >= -1, "ThreadInfo times");
+      vmt_mx_thread_info_free(info);
+    }
+    int64_t cpu = -2, user = -2, bytes = -2;
+    STORM_CHECK(vmt_mx_get_thread_cpu_time(ids[i], &cpu) == 0 && cpu >= -1, "mx cpu time");
+    STORM_CHECK(vmt_mx_get_thread_user_time(ids[i], &user) == 0 && user >= -1, "mx user time");
+    rc = vmt_mx_get_thread_allocated_bytes(ids[i], &bytes);
+    STORM_CHECK(alloc_supported ? rc == 0 && bytes >= -1 : rc == -ENOTSUP, "mx allocated bytes");
+    atomic_fetch_add_explicit(&storm.mx_times, 2, memory_order_relaxed);
+    atomic_fetch_add_explicit(&storm.mx_alloc, 1, memory_order_relaxed);
+  }
+  if (n > 0) {
+    int64_t *out = malloc(n * sizeof(*out));
+    if (out == NULL) abort();
+    STORM_CHECK(vmt_mx_get_thread_cpu_time_array(ids, n, out) == 0, "cpu time array");
+    STORM_CHECK(vmt_mx_get_thread_user_time_array(ids, n, out) == 0, "user time array");
+    rc = vmt_mx_get_thread_allocated_bytes_array(ids, n, out);
+    STORM_CHECK(alloc_supported ? rc == 0 : rc == -ENOTSUP, "alloc array");
+    atomic_fetch_add_explicit(&storm.mx_time_arrays, 3, memory_order_relaxed);
+    free(out);
+    vmt_thread_info_t **infos = NULL;
+    rc = vmt_mx_get_thread_info_array(ids, n, true, true, 2, &infos);
+    STORM_CHECK(rc == 0, "get_thread_info_array: %d", rc);
+    if (rc == 0) {
+      for (size_t i = 0; i < n; i++)
+        STORM_CHECK(infos[i] == NULL || infos[i]->id == ids[i], "array ThreadInfo mismatch");
+      vmt_mx_thread_info_array_free(infos, n);
+    }
+    atomic_fetch_add_explicit(&storm.mx_info_arrays, 1, memory_order_relaxed);
+  }
+  vmt_mx_ids_free(ids);
+  if (round % 8 == 0) {
+    vmt_thread_info_t **all = NULL;
+    size_t count = 0;
+    STORM_CHECK(vmt_mx_dump_all_threads(true, true, 4, &all, &count) == 0, "dump_all_threads");
+    if (all) vmt_mx_thread_info_array_free(all, count);
+    char *text = NULL;
+    size_t len = 0;
+    STORM_CHECK(vmt_mx_thread_dump_to_string(&text, &len) == 0 && text != NULL &&
+                    strlen(text) == len,
+                "thread_dump_to_string");
+    free(text);
+    atomic_fetch_add_explicit(&storm.mx_dumps, 2, memory_order_relaxed);
+    int64_t *dl = NULL;
+    size_t dn = 0;
+    STORM_CHECK(vmt_mx_find_deadlocked_threads(&dl, &dn) == 0 && dn == 0, "deadlock found");
+    vmt_mx_ids_free(dl);
+    atomic_fetch_add_explicit(&storm.mx_deadlock_scans, 1, memory_order_relaxed);
+  }
+}
+
+static void *mx_querier(void *arg) {
+  (void)arg;
+  for (uint64_t round = 0; !atomic_load(&storm.stop); round++) mx_round(round);
+  return NULL;
+}
+
 /* ---- the test ---------------------------------------------------------------------------- */
 static size_t listed_in_registry(void) {
   const vmt__snapshot_t *s = vmt__registry_acquire();
@@ -342,12 +433,14 @@ static void lifecycle_storm(void **state) {
   size_t listed0 = listed_in_registry();
 
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  int creators = 2 * (int)(cores < 2 ? 2 : cores) + 1, queriers = 2;
+  int creators = 2 * (int)(cores < 2 ? 2 : cores) + 1, queriers = 3;
   pthread_t cr[64], qr[4];
   if (creators > 64) creators = 64;
   int64_t t0 = rel_now_ns();
   storm.deadline_ns = t0 + (int64_t)(seconds * 1e9);
-  for (int i = 0; i < queriers; i++) assert_int_equal(pthread_create(&qr[i], NULL, querier, NULL), 0);
+  /* Two registry walkers (internal view) and one management-API poller. */
+  for (int i = 0; i < queriers; i++)
+    assert_int_equal(pthread_create(&qr[i], NULL, i == 0 ? mx_querier : querier, NULL), 0);
   for (int i = 0; i < creators; i++) assert_int_equal(pthread_create(&cr[i], NULL, creator, NULL), 0);
   for (int i = 0; i < creators; i++) pthread_join(cr[i], NULL);
 
@@ -425,11 +518,30 @@ static void lifecycle_storm(void **state) {
   rel_figure(T, "cpu_time_answers", atomic_load(&storm.time_answers));
   rel_figure(T, "count_reads", atomic_load(&storm.count_reads));
   rel_figure(T, "id_lookups", atomic_load(&storm.lookups));
+  rel_figure(T, "mx_count_reads", atomic_load(&storm.mx_counts));
+  rel_figure(T, "mx_id_lists", atomic_load(&storm.mx_id_lists));
+  rel_figure(T, "mx_thread_infos", atomic_load(&storm.mx_infos));
+  rel_figure(T, "mx_thread_info_arrays", atomic_load(&storm.mx_info_arrays));
+  rel_figure(T, "mx_cpu_user_time_by_id", atomic_load(&storm.mx_times));
+  rel_figure(T, "mx_time_and_alloc_arrays", atomic_load(&storm.mx_time_arrays));
+  rel_figure(T, "mx_allocated_bytes_by_id", atomic_load(&storm.mx_alloc));
+  rel_figure(T, "mx_dumps", atomic_load(&storm.mx_dumps));
+  rel_figure(T, "mx_deadlock_scans", atomic_load(&storm.mx_deadlock_scans));
+  int64_t mx_total = atomic_load(&storm.mx_counts) + atomic_load(&storm.mx_id_lists) +
+                     atomic_load(&storm.mx_infos) + atomic_load(&storm.mx_info_arrays) +
+                     atomic_load(&storm.mx_times) + atomic_load(&storm.mx_time_arrays) +
+                     atomic_load(&storm.mx_alloc) + atomic_load(&storm.mx_dumps) +
+                     atomic_load(&storm.mx_deadlock_scans);
+  rel_figure(T, "mx_queries_total", mx_total);
   rel_figure(T, "queries_total",
-             atomic_load(&storm.snapshot_walks) + atomic_load(&storm.record_queries) +
+             mx_total + atomic_load(&storm.snapshot_walks) + atomic_load(&storm.record_queries) +
                  atomic_load(&storm.time_reads) + atomic_load(&storm.count_reads) +
                  atomic_load(&storm.lookups));
   rel_figure(T, "failures", atomic_load(&storm.failures));
+  /* The management API agrees with the registry at rest. */
+  assert_int_equal(vmt_mx_get_thread_count(), c.live);
+  assert_int_equal(vmt_mx_get_daemon_thread_count(), c.daemon);
+  assert_int_equal(vmt_mx_get_total_started_thread_count(), c.total_started);
 
   for (int i = 0; i < MONITORS; i++) assert_int_equal(vmt_monitor_destroy(storm.monitors[i]), 0);
   free(storm.seen);
