@@ -1,0 +1,662 @@
+/*
+ * test/bad_input_test.c: every public function (include/vmthread/ headers) called with what a
+ * careless or hostile caller passes: NULLs, invalid and unknown ids, negative depths and
+ * timeouts, oversized and non-UTF-8 names, absurd stack sizes and priorities, unknown option
+ * flags and enum values, stale (released) handles, double join and release, objects of the
+ * wrong type, monitors exited, waited on or notified by a thread that does not own them. Each
+ * call must give its documented answer: a defined error (or the Java "no answer" value) every
+ * time, never a crash, and nothing changed.
+ *
+ * The cases are a table: each row is the function, the input, the expected answer and the
+ * actual one. The test fails on any difference and prints every row; scripts/reliability turns
+ * the rows (published as figures, test/reliability.h) into the table of docs/reliability.md, so
+ * the document lists exactly what this code was seen to answer. Public API only.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "test/reliability.h"
+#include "vmthread.h"
+
+/* ---- the table ---------------------------------------------------------------------------- */
+typedef struct row {
+  const char *fn;
+  char input[96];
+  char expected[48];
+  char actual[48];
+} row_t;
+
+static row_t rows[400];
+static size_t nrows, mismatches;
+
+static const char *errname(long rc) {
+  switch (rc) {
+    case 0: return "0";
+    case -EINVAL: return "-EINVAL";
+    case -EPERM: return "-EPERM";
+    case -EBUSY: return "-EBUSY";
+    case -EDEADLK: return "-EDEADLK";
+    case -EALREADY: return "-EALREADY";
+    case -ETIMEDOUT: return "-ETIMEDOUT";
+    case -ENOTSUP: return "-ENOTSUP";
+    case -ENOMEM: return "-ENOMEM";
+    case -EAGAIN: return "-EAGAIN";
+    case -ESRCH: return "-ESRCH";
+    case -ERANGE: return "-ERANGE";
+    default: return NULL;
+  }
+}
+
+static void add_row(const char *fn, const char *input, const char *expected, const char *actual) {
+  if (nrows == sizeof(rows) / sizeof(rows[0])) fail_msg("bad-input table full");
+  row_t *r = &rows[nrows++];
+  r->fn = fn;
+  snprintf(r->input, sizeof(r->input), "%s", input);
+  snprintf(r->expected, sizeof(r->expected), "%s", expected);
+  snprintf(r->actual, sizeof(r->actual), "%s", actual);
+  if (strcmp(expected, actual) != 0) {
+    mismatches++;
+    printf("MISMATCH %s(%s): expected %s, got %s\n", fn, input, expected, actual);
+  }
+}
+
+/* An errno-style int result. */
+static void rc_is(const char *fn, const char *input, int expected, int actual) {
+  char e[32], a[32];
+  const char *en = errname(expected), *an = errname(actual);
+  snprintf(e, sizeof(e), "%s", en ? en : "?");
+  if (an)
+    snprintf(a, sizeof(a), "%s", an);
+  else
+    snprintf(a, sizeof(a), "%d", actual);
+  add_row(fn, input, e, a);
+}
+
+/* A plain value result (-1 times, counts, booleans). */
+static void value_is(const char *fn, const char *input, long long expected, long long actual) {
+  char e[32], a[32];
+  snprintf(e, sizeof(e), "%lld", expected);
+  snprintf(a, sizeof(a), "%lld", actual);
+  add_row(fn, input, e, a);
+}
+
+static void ptr_is_null(const char *fn, const char *input, const void *actual) {
+  add_row(fn, input, "NULL", actual == NULL ? "NULL" : "non-NULL");
+}
+
+static void str_is(const char *fn, const char *input, const char *expected, const char *actual) {
+  add_row(fn, input, expected, actual ? actual : "NULL");
+}
+
+/* Calls that return nothing: surviving them is the answer. */
+static void survives(const char *fn, const char *input) { add_row(fn, input, "no effect", "no effect"); }
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+static void *return_arg(void *arg) { return arg; }
+static void *park_body(void *arg) {
+  (void)arg;
+  vmt_park(0);
+  return NULL;
+}
+
+static vmt_thread_t *running_thread(void) {
+  vmt_thread_t *t;
+  assert_int_equal(vmt_thread_start(&t, park_body, NULL), 0);
+  return t;
+}
+
+static void finish(vmt_thread_t *t) {
+  vmt_unpark(t);
+  assert_int_equal(vmt_thread_join(t, NULL), 0);
+  assert_int_equal(vmt_thread_release(t), 0);
+}
+
+static int start_with(const vmt_thread_options_t *o) {
+  vmt_thread_t *t = (vmt_thread_t *)1;
+  int rc = vmt_thread_start_ex(&t, o, return_arg, NULL);
+  if (rc == 0) {
+    assert_int_equal(vmt_thread_join(t, NULL), 0);
+    assert_int_equal(vmt_thread_release(t), 0);
+  } else if (t != NULL) {
+    fail_msg("a failed start left *out set");
+  }
+  return rc;
+}
+
+static char long_name[VMT_THREAD_NAME_MAX + 2];
+
+/* ---- threads ------------------------------------------------------------------------------ */
+static void *self_calls(void *arg) {
+  int *rc = arg;
+  rc[0] = vmt_thread_join(vmt_thread_current(), NULL);
+  vmt_thread_t *t;
+  rc[1] = vmt_thread_attach(NULL, &t);
+  rc[2] = vmt_thread_detach();
+  return NULL;
+}
+
+static void *foreign_calls(void *arg) {
+  int *rc = arg;
+  rc[0] = vmt_thread_exit(NULL);
+  rc[1] = vmt_park(1000);
+  vmt_thread_t *me;
+  rc[2] = vmt_thread_attach(NULL, &me);
+  rc[3] = vmt_thread_exit(NULL);
+  rc[4] = vmt_thread_join(me, NULL);
+  rc[5] = vmt_thread_detach();
+  rc[6] = vmt_thread_detach();
+  return NULL;
+}
+
+static void thread_functions(void **state) {
+  (void)state;
+  vmt_thread_t *t = (vmt_thread_t *)1;
+  rc_is("vmt_thread_start", "out NULL", -EINVAL, vmt_thread_start(NULL, return_arg, NULL));
+  rc_is("vmt_thread_start", "fn NULL", -EINVAL, vmt_thread_start(&t, NULL, NULL));
+  ptr_is_null("vmt_thread_start", "fn NULL: *out afterwards", t);
+  rc_is("vmt_thread_start_ex", "out NULL", -EINVAL,
+        vmt_thread_start_ex(NULL, NULL, return_arg, NULL));
+
+  vmt_thread_options_t o = {.flags = 1u << 31};
+  rc_is("vmt_thread_start_ex", "unknown option flag", -EINVAL, start_with(&o));
+  o = (vmt_thread_options_t){.flags = VMT_THREAD_OPT_NAME, .name = NULL};
+  rc_is("vmt_thread_start_ex", "name NULL", -EINVAL, start_with(&o));
+  o.name = "";
+  rc_is("vmt_thread_start_ex", "name \"\"", -EINVAL, start_with(&o));
+  memset(long_name, 'n', VMT_THREAD_NAME_MAX + 1);
+  long_name[VMT_THREAD_NAME_MAX + 1] = '\0';
+  o.name = long_name;
+  rc_is("vmt_thread_start_ex", "name of 4097 bytes", -EINVAL, start_with(&o));
+  long_name[VMT_THREAD_NAME_MAX] = '\0';
+  rc_is("vmt_thread_start_ex", "name of 4096 bytes (the limit)", 0, start_with(&o));
+  static const struct { const char *bytes, *what; } bad_utf8[] = {
+      {"\xff", "name 0xFF"},
+      {"ab\xc0\xaf", "name with overlong '/' C0 AF"},
+      {"\xed\xa0\x80", "name with surrogate ED A0 80"},
+      {"\xf4\x90\x80\x80", "name above U+10FFFF"},
+      {"abc\xe2\x82", "name with truncated 3-byte char"},
+      {"\x80x", "name starting with a continuation byte"},
+  };
+  for (size_t i = 0; i < sizeof(bad_utf8) / sizeof(bad_utf8[0]); i++) {
+    o.name = bad_utf8[i].bytes;
+    rc_is("vmt_thread_start_ex", bad_utf8[i].what, -EINVAL, start_with(&o));
+  }
+  o = (vmt_thread_options_t){.flags = VMT_THREAD_OPT_CATEGORY};
+  static const struct { const char *c, *what; } bad_cat[] = {
+      {NULL, "category NULL"}, {"", "category \"\""}, {"GC", "category with upper case"},
+      {"a b", "category with a space"},
+      {"a123456789012345678901234567890123456789012345678901234567890123",
+       "category of 64 bytes"},
+  };
+  for (size_t i = 0; i < sizeof(bad_cat) / sizeof(bad_cat[0]); i++) {
+    o.category = bad_cat[i].c;
+    rc_is("vmt_thread_start_ex", bad_cat[i].what, -EINVAL, start_with(&o));
+  }
+  o = (vmt_thread_options_t){.flags = VMT_THREAD_OPT_PRIORITY};
+  static const int bad_prio[] = {0, 11, -1, INT_MIN, INT_MAX};
+  for (size_t i = 0; i < sizeof(bad_prio) / sizeof(bad_prio[0]); i++) {
+    char what[48];
+    snprintf(what, sizeof(what), "priority %d", bad_prio[i]);
+    o.priority = bad_prio[i];
+    rc_is("vmt_thread_start_ex", what, -EINVAL, start_with(&o));
+  }
+  /* Stack sizes are clamped, never refused (docs/design.md): the thread starts. */
+  o = (vmt_thread_options_t){.flags = VMT_THREAD_OPT_STACK_SIZE, .stack_size = 1};
+  rc_is("vmt_thread_start_ex", "stack size 1 (clamped up)", 0, start_with(&o));
+#if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+  /* 1 GiB of address space for the stack: the sanitizers' shadow mappings make it costly. */
+  o.stack_size = SIZE_MAX;
+  rc_is("vmt_thread_start_ex", "stack size SIZE_MAX (clamped to 1 GiB)", 0, start_with(&o));
+#endif
+
+  rc_is("vmt_thread_join", "NULL", -EINVAL, vmt_thread_join(NULL, NULL));
+  vmt_thread_t *a = running_thread();
+  vmt_unpark(a);
+  void *res = (void *)1;
+  assert_int_equal(vmt_thread_join(a, &res), 0);
+  rc_is("vmt_thread_join", "second join", -EALREADY, vmt_thread_join(a, NULL));
+  assert_int_equal(vmt_thread_release(a), 0);
+  vmt_thread_t *b;
+  assert_int_equal(vmt_thread_start(&b, return_arg, NULL), 0);
+  assert_int_equal(vmt_thread_join(b, NULL), 0);
+  assert_int_equal(vmt_thread_release(b), 0);
+  /* b's record is back in the type-stable pool (nothing started since): a stale handle. */
+  rc_is("vmt_thread_join", "released handle", -EINVAL, vmt_thread_join(b, NULL));
+  rc_is("vmt_thread_retain", "NULL", -EINVAL, vmt_thread_retain(NULL));
+  rc_is("vmt_thread_retain", "released handle", -EINVAL, vmt_thread_retain(b));
+  rc_is("vmt_thread_release", "NULL", -EINVAL, vmt_thread_release(NULL));
+  rc_is("vmt_thread_release", "released handle (double release)", -EINVAL,
+        vmt_thread_release(b));
+  value_is("vmt_thread_cpu_time", "released handle", -1, vmt_thread_cpu_time(b, VMT_CPU_TOTAL));
+
+  int self_rc[3];
+  assert_int_equal(vmt_thread_start(&t, self_calls, self_rc), 0);
+  assert_int_equal(vmt_thread_join(t, NULL), 0);
+  rc_is("vmt_thread_join", "the calling thread itself", -EDEADLK, self_rc[0]);
+  rc_is("vmt_thread_attach", "from a runtime-started thread", -EINVAL, self_rc[1]);
+  rc_is("vmt_thread_detach", "from a runtime-started thread", -EINVAL, self_rc[2]);
+  value_is("vmt_thread_cpu_time", "terminated (joined) thread", -1,
+           vmt_thread_cpu_time(t, VMT_CPU_TOTAL));
+  /* A permit for a thread that will never park again: harmless. */
+  rc_is("vmt_unpark", "terminated (joined) thread", 0, vmt_unpark(t));
+  assert_int_equal(vmt_thread_release(t), 0);
+
+  int frc[7];
+  pthread_t p;
+  assert_int_equal(pthread_create(&p, NULL, foreign_calls, frc), 0);
+  pthread_join(p, NULL);
+  rc_is("vmt_thread_exit", "not a runtime thread", -EPERM, frc[0]);
+  rc_is("vmt_park", "not a runtime thread", -EPERM, frc[1]);
+  rc_is("vmt_thread_exit", "attached thread", -EPERM, frc[3]);
+  rc_is("vmt_thread_join", "attached thread's handle", -EINVAL, frc[4]);
+  rc_is("vmt_thread_detach", "one detach too many", -EINVAL, frc[6]);
+  assert_int_equal(frc[2], 0);
+  assert_int_equal(frc[5], 0);
+
+  rc_is("vmt_thread_attach", "out NULL", -EINVAL, vmt_thread_attach(NULL, NULL));
+  o = (vmt_thread_options_t){.flags = VMT_THREAD_OPT_NAME, .name = "\xff"};
+  vmt_thread_t *me = (vmt_thread_t *)1;
+  rc_is("vmt_thread_attach", "non-UTF-8 name", -EINVAL, vmt_thread_attach(&o, &me));
+  ptr_is_null("vmt_thread_current", "after a refused attach", vmt_thread_current());
+  rc_is("vmt_thread_detach", "thread never attached", -EINVAL, vmt_thread_detach());
+
+  value_is("vmt_thread_id", "NULL", -1, vmt_thread_id(NULL));
+  ptr_is_null("vmt_thread_name", "NULL", vmt_thread_name(NULL));
+  ptr_is_null("vmt_thread_os_name", "NULL", vmt_thread_os_name(NULL));
+  ptr_is_null("vmt_thread_category", "NULL", vmt_thread_category(NULL));
+  value_is("vmt_thread_is_daemon", "NULL", 0, vmt_thread_is_daemon(NULL));
+  value_is("vmt_thread_priority", "NULL", -1, vmt_thread_priority(NULL));
+  /* The enum has no negative enumerator, so gcc makes it unsigned: compare as the type. */
+  add_row("vmt_thread_state", "NULL", "(vmt_thread_state_t)-1",
+          vmt_thread_state(NULL) == (vmt_thread_state_t)-1 ? "(vmt_thread_state_t)-1" : "other");
+  rc_is("vmt_thread_tid", "NULL", -EINVAL, vmt_thread_tid(NULL));
+  str_is("vmt_thread_state_name", "99", "UNKNOWN", vmt_thread_state_name((vmt_thread_state_t)99));
+  str_is("vmt_thread_state_name", "-1", "UNKNOWN", vmt_thread_state_name((vmt_thread_state_t)-1));
+  assert_non_null(vmt_version());
+  add_row("vmt_version", "(no input)", "non-NULL", vmt_version() ? "non-NULL" : "NULL");
+}
+
+/* ---- clocks ------------------------------------------------------------------------------- */
+static void clock_functions(void **state) {
+  (void)state;
+  value_is("vmt_thread_cpu_time", "NULL", -1, vmt_thread_cpu_time(NULL, VMT_CPU_TOTAL));
+  vmt_thread_t *t = running_thread();
+  value_is("vmt_thread_cpu_time", "kind 99", -1, vmt_thread_cpu_time(t, (vmt_cpu_kind_t)99));
+  value_is("vmt_thread_cpu_time", "kind -1", -1, vmt_thread_cpu_time(t, (vmt_cpu_kind_t)-1));
+  finish(t);
+  value_is("vmt_current_thread_cpu_time", "kind 99", -1,
+           vmt_current_thread_cpu_time((vmt_cpu_kind_t)99));
+  value_is("vmt_current_thread_cpu_time", "kind -1", -1,
+           vmt_current_thread_cpu_time((vmt_cpu_kind_t)-1));
+  add_row("vmt_nanotime", "(no input)", "> 0", vmt_nanotime() > 0 ? "> 0" : "<= 0");
+  add_row("vmt_elapsed_nanos", "(no input)", "> 0", vmt_elapsed_nanos() > 0 ? "> 0" : "<= 0");
+  add_row("vmt_elapsed_source", "(no input)", "non-NULL", vmt_elapsed_source() ? "non-NULL" : "NULL");
+  add_row("vmt_elapsed_source_reason", "(no input)", "non-NULL",
+          vmt_elapsed_source_reason() ? "non-NULL" : "NULL");
+}
+
+/* ---- monitors, synchronizers, park, sleep ------------------------------------------------ */
+typedef struct foreign_owner {
+  vmt_monitor_t *m;
+  vmt_sync_t *s;
+  int rc[6];
+} foreign_owner_t;
+
+static void *not_owner_calls(void *arg) {
+  foreign_owner_t *f = arg;
+  f->rc[0] = vmt_monitor_exit(f->m);
+  f->rc[1] = vmt_monitor_wait(f->m, 1000);
+  f->rc[2] = vmt_monitor_notify(f->m);
+  f->rc[3] = vmt_monitor_notify_all(f->m);
+  f->rc[4] = vmt_sync_unlock(f->s);
+  f->rc[5] = vmt_monitor_try_enter(f->m);
+  return NULL;
+}
+
+static void *sync_contender(void *arg) {
+  foreign_owner_t *f = arg;
+  f->rc[0] = vmt_sync_try_lock(f->s);
+  f->rc[1] = vmt_sync_timed_lock(f->s, -1);
+  f->rc[2] = vmt_sync_timed_lock(f->s, 1000);
+  return NULL;
+}
+
+static void monitor_functions(void **state) {
+  (void)state;
+  char name256[VMT_MONITOR_NAME_MAX + 2];
+  memset(name256, 'm', sizeof(name256) - 1);
+  name256[sizeof(name256) - 1] = '\0';
+  vmt_monitor_t *m = NULL;
+  rc_is("vmt_monitor_create", "out NULL", -EINVAL, vmt_monitor_create(NULL, "x"));
+  rc_is("vmt_monitor_create", "name of 256 bytes", -EINVAL, vmt_monitor_create(&m, name256));
+  rc_is("vmt_monitor_create", "name NULL (default \"monitor\")", 0, vmt_monitor_create(&m, NULL));
+  char buf[300];
+  vmt_monitor_describe(m, buf, sizeof(buf));
+  add_row("vmt_monitor_describe", "monitor created with name NULL", "monitor@<id>",
+          strncmp(buf, "monitor@", 8) == 0 ? "monitor@<id>" : buf);
+  rc_is("vmt_monitor_describe", "m NULL", -EINVAL, vmt_monitor_describe(NULL, buf, sizeof(buf)));
+  rc_is("vmt_monitor_describe", "buf NULL, len 10", -EINVAL, vmt_monitor_describe(m, NULL, 10));
+  int need = vmt_monitor_describe(m, NULL, 0);
+  add_row("vmt_monitor_describe", "buf NULL, len 0", "bytes needed",
+          need == (int)strlen(buf) ? "bytes needed" : "wrong length");
+  char one[1] = {'x'};
+  vmt_monitor_describe(m, one, 1);
+  add_row("vmt_monitor_describe", "len 1", "\"\" (NUL-terminated)", one[0] == '\0' ? "\"\" (NUL-terminated)" : "unterminated");
+  vmt_monitor_stats_t st;
+  rc_is("vmt_monitor_get_stats", "m NULL", -EINVAL, vmt_monitor_get_stats(NULL, &st));
+  rc_is("vmt_monitor_get_stats", "out NULL", -EINVAL, vmt_monitor_get_stats(m, NULL));
+
+  rc_is("vmt_monitor_enter", "NULL", -EINVAL, vmt_monitor_enter(NULL));
+  rc_is("vmt_monitor_try_enter", "NULL", -EINVAL, vmt_monitor_try_enter(NULL));
+  rc_is("vmt_monitor_exit", "NULL", -EINVAL, vmt_monitor_exit(NULL));
+  rc_is("vmt_monitor_exit", "not entered", -EPERM, vmt_monitor_exit(m));
+  rc_is("vmt_monitor_wait", "NULL", -EINVAL, vmt_monitor_wait(NULL, 1));
+  rc_is("vmt_monitor_wait", "not entered", -EPERM, vmt_monitor_wait(m, 1000));
+  rc_is("vmt_monitor_notify", "NULL", -EINVAL, vmt_monitor_notify(NULL));
+  rc_is("vmt_monitor_notify", "not entered", -EPERM, vmt_monitor_notify(m));
+  rc_is("vmt_monitor_notify_all", "NULL", -EINVAL, vmt_monitor_notify_all(NULL));
+  rc_is("vmt_monitor_notify_all", "not entered", -EPERM, vmt_monitor_notify_all(m));
+  rc_is("vmt_monitor_destroy", "NULL", -EINVAL, vmt_monitor_destroy(NULL));
+
+  vmt_sync_t *s = NULL;
+  rc_is("vmt_sync_create", "out NULL", -EINVAL, vmt_sync_create(NULL, "s"));
+  rc_is("vmt_sync_create", "name of 256 bytes", -EINVAL, vmt_sync_create(&s, name256));
+  assert_int_equal(vmt_sync_create(&s, "s"), 0);
+
+  /* Held by this thread; another thread tries to release, wait, notify. */
+  assert_int_equal(vmt_monitor_enter(m), 0);
+  assert_int_equal(vmt_sync_lock(s), 0);
+  foreign_owner_t f = {.m = m, .s = s};
+  vmt_thread_t *t;
+  assert_int_equal(vmt_thread_start(&t, not_owner_calls, &f), 0);
+  assert_int_equal(vmt_thread_join(t, NULL), 0);
+  assert_int_equal(vmt_thread_release(t), 0);
+  rc_is("vmt_monitor_exit", "owned by another thread", -EPERM, f.rc[0]);
+  rc_is("vmt_monitor_wait", "owned by another thread", -EPERM, f.rc[1]);
+  rc_is("vmt_monitor_notify", "owned by another thread", -EPERM, f.rc[2]);
+  rc_is("vmt_monitor_notify_all", "owned by another thread", -EPERM, f.rc[3]);
+  rc_is("vmt_sync_unlock", "owned by another thread", -EPERM, f.rc[4]);
+  rc_is("vmt_monitor_try_enter", "owned by another thread", -EBUSY, f.rc[5]);
+  pthread_t p;
+  assert_int_equal(pthread_create(&p, NULL, not_owner_calls, &f), 0);
+  pthread_join(p, NULL);
+  rc_is("vmt_monitor_exit", "owned by another, from a foreign thread", -EPERM, f.rc[0]);
+  rc_is("vmt_sync_unlock", "owned by another, from a foreign thread", -EPERM, f.rc[4]);
+  assert_int_equal(vmt_thread_start(&t, sync_contender, &f), 0);
+  assert_int_equal(vmt_thread_join(t, NULL), 0);
+  assert_int_equal(vmt_thread_release(t), 0);
+  rc_is("vmt_sync_try_lock", "owned by another thread", -EBUSY, f.rc[0]);
+  rc_is("vmt_sync_timed_lock", "timeout -1, owned by another thread", -ETIMEDOUT, f.rc[1]);
+  rc_is("vmt_sync_timed_lock", "timeout 1 us, owned by another thread", -ETIMEDOUT, f.rc[2]);
+  rc_is("vmt_monitor_destroy", "entered", -EBUSY, vmt_monitor_destroy(m));
+  rc_is("vmt_sync_destroy", "locked", -EBUSY, vmt_sync_destroy(s));
+  rc_is("vmt_sync_lock", "already locked by the caller", -EDEADLK, vmt_sync_lock(s));
+  rc_is("vmt_sync_timed_lock", "already locked by the caller", -EDEADLK, vmt_sync_timed_lock(s, 1));
+  assert_int_equal(vmt_sync_unlock(s), 0);
+  rc_is("vmt_sync_unlock", "not locked", -EPERM, vmt_sync_unlock(s));
+  assert_int_equal(vmt_monitor_exit(m), 0);
+
+  /* One type passed for the other: the magic tells them apart. */
+  rc_is("vmt_sync_lock", "a monitor passed as a synchronizer", -EINVAL,
+        vmt_sync_lock((vmt_sync_t *)m));
+  rc_is("vmt_monitor_enter", "a synchronizer passed as a monitor", -EINVAL,
+        vmt_monitor_enter((vmt_monitor_t *)s));
+  rc_is("vmt_sync_destroy", "a monitor passed as a synchronizer", -EINVAL,
+        vmt_sync_destroy((vmt_sync_t *)m));
+
+  rc_is("vmt_sync_lock", "NULL", -EINVAL, vmt_sync_lock(NULL));
+  rc_is("vmt_sync_try_lock", "NULL", -EINVAL, vmt_sync_try_lock(NULL));
+  rc_is("vmt_sync_timed_lock", "NULL", -EINVAL, vmt_sync_timed_lock(NULL, 1));
+  rc_is("vmt_sync_unlock", "NULL", -EINVAL, vmt_sync_unlock(NULL));
+  rc_is("vmt_sync_describe", "NULL", -EINVAL, vmt_sync_describe(NULL, buf, sizeof(buf)));
+  rc_is("vmt_sync_describe", "buf NULL, len 10", -EINVAL, vmt_sync_describe(s, NULL, 10));
+  rc_is("vmt_sync_destroy", "NULL", -EINVAL, vmt_sync_destroy(NULL));
+
+  /* Destroyed objects (their slots stay lock-shaped: a defined error, not a use after free). */
+  assert_int_equal(vmt_monitor_destroy(m), 0);
+  assert_int_equal(vmt_sync_destroy(s), 0);
+  rc_is("vmt_monitor_destroy", "destroyed (double destroy)", -EINVAL, vmt_monitor_destroy(m));
+  rc_is("vmt_monitor_enter", "destroyed", -EINVAL, vmt_monitor_enter(m));
+  rc_is("vmt_monitor_exit", "destroyed", -EINVAL, vmt_monitor_exit(m));
+  rc_is("vmt_monitor_wait", "destroyed", -EINVAL, vmt_monitor_wait(m, 1));
+  rc_is("vmt_monitor_get_stats", "destroyed", -EINVAL, vmt_monitor_get_stats(m, &st));
+  rc_is("vmt_sync_destroy", "destroyed (double destroy)", -EINVAL, vmt_sync_destroy(s));
+  rc_is("vmt_sync_lock", "destroyed", -EINVAL, vmt_sync_lock(s));
+
+  rc_is("vmt_sleep_ns", "-1", -EINVAL, vmt_sleep_ns(-1));
+  rc_is("vmt_sleep_ns", "INT64_MIN", -EINVAL, vmt_sleep_ns(INT64_MIN));
+  rc_is("vmt_sleep_ns", "0 (returns at once)", 0, vmt_sleep_ns(0));
+  rc_is("vmt_unpark", "NULL", -EINVAL, vmt_unpark(NULL));
+  rc_is("vmt_park", "not a runtime thread (main)", -EPERM, vmt_park(1));
+}
+
+/* ---- management --------------------------------------------------------------------------- */
+static void management_functions(void **state) {
+  (void)state;
+  int64_t *ids = (int64_t *)1;
+  size_t n = 7;
+  rc_is("vmt_mx_get_all_thread_ids", "ids NULL", -EINVAL, vmt_mx_get_all_thread_ids(NULL, &n));
+  rc_is("vmt_mx_get_all_thread_ids", "count NULL", -EINVAL,
+        vmt_mx_get_all_thread_ids(&ids, NULL));
+  vmt_mx_ids_free(NULL);
+  survives("vmt_mx_ids_free", "NULL");
+
+  vmt_thread_info_t *info = (vmt_thread_info_t *)1;
+  rc_is("vmt_mx_get_thread_info", "id 0", -EINVAL, vmt_mx_get_thread_info(0, 0, &info));
+  rc_is("vmt_mx_get_thread_info", "id -5", -EINVAL, vmt_mx_get_thread_info(-5, 0, &info));
+  rc_is("vmt_mx_get_thread_info", "max_depth -1", -EINVAL, vmt_mx_get_thread_info(1, -1, &info));
+  rc_is("vmt_mx_get_thread_info", "max_depth INT32_MIN", -EINVAL,
+        vmt_mx_get_thread_info(1, INT32_MIN, &info));
+  rc_is("vmt_mx_get_thread_info", "out NULL", -EINVAL, vmt_mx_get_thread_info(1, 0, NULL));
+  rc_is("vmt_mx_get_thread_info", "unknown id INT64_MAX", 0,
+        vmt_mx_get_thread_info(INT64_MAX, 0, &info));
+  ptr_is_null("vmt_mx_get_thread_info", "unknown id INT64_MAX: *out", info);
+
+  const int64_t bad_ids[] = {1, 0, 3};
+  const int64_t neg_ids[] = {-1};
+  const int64_t unknown_ids[] = {INT64_MAX, INT64_MAX - 1};
+  vmt_thread_info_t **infos = (vmt_thread_info_t **)1;
+  rc_is("vmt_mx_get_thread_info_array", "ids NULL, count 1", -EINVAL,
+        vmt_mx_get_thread_info_array(NULL, 1, false, false, 0, &infos));
+  rc_is("vmt_mx_get_thread_info_array", "an id 0 in the array", -EINVAL,
+        vmt_mx_get_thread_info_array(bad_ids, 3, false, false, 0, &infos));
+  rc_is("vmt_mx_get_thread_info_array", "an id -1 in the array", -EINVAL,
+        vmt_mx_get_thread_info_array(neg_ids, 1, false, false, 0, &infos));
+  rc_is("vmt_mx_get_thread_info_array", "max_depth -1", -EINVAL,
+        vmt_mx_get_thread_info_array(unknown_ids, 2, false, false, -1, &infos));
+  rc_is("vmt_mx_get_thread_info_array", "out NULL", -EINVAL,
+        vmt_mx_get_thread_info_array(unknown_ids, 2, false, false, 0, NULL));
+  infos = NULL;
+  rc_is("vmt_mx_get_thread_info_array", "unknown ids", 0,
+        vmt_mx_get_thread_info_array(unknown_ids, 2, true, true, 0, &infos));
+  add_row("vmt_mx_get_thread_info_array", "unknown ids: elements", "NULL, NULL",
+          infos && !infos[0] && !infos[1] ? "NULL, NULL" : "not NULL");
+  vmt_mx_thread_info_array_free(infos, 2);
+  infos = NULL;
+  rc_is("vmt_mx_get_thread_info_array", "count 0", 0,
+        vmt_mx_get_thread_info_array(unknown_ids, 0, false, false, 0, &infos));
+  add_row("vmt_mx_get_thread_info_array", "count 0: *out", "non-NULL", infos ? "non-NULL" : "NULL");
+  vmt_mx_thread_info_array_free(infos, 0);
+
+  rc_is("vmt_mx_dump_all_threads", "max_depth -1", -EINVAL,
+        vmt_mx_dump_all_threads(false, false, -1, &infos, &n));
+  rc_is("vmt_mx_dump_all_threads", "out NULL", -EINVAL,
+        vmt_mx_dump_all_threads(false, false, 0, NULL, &n));
+  rc_is("vmt_mx_dump_all_threads", "count NULL", -EINVAL,
+        vmt_mx_dump_all_threads(false, false, 0, &infos, NULL));
+  vmt_mx_thread_info_free(NULL);
+  survives("vmt_mx_thread_info_free", "NULL");
+  vmt_mx_thread_info_array_free(NULL, 5);
+  survives("vmt_mx_thread_info_array_free", "NULL, count 5");
+  vmt_mx_set_stack_walker(NULL, NULL);
+  survives("vmt_mx_set_stack_walker", "NULL walker (none registered)");
+
+  int64_t ns = 7;
+  bool enabled;
+  rc_is("vmt_mx_is_thread_cpu_time_enabled", "NULL", -EINVAL, vmt_mx_is_thread_cpu_time_enabled(NULL));
+  rc_is("vmt_mx_get_current_thread_cpu_time", "NULL", -EINVAL,
+        vmt_mx_get_current_thread_cpu_time(NULL));
+  rc_is("vmt_mx_get_current_thread_user_time", "NULL", -EINVAL,
+        vmt_mx_get_current_thread_user_time(NULL));
+  rc_is("vmt_mx_get_thread_cpu_time", "id 0", -EINVAL, vmt_mx_get_thread_cpu_time(0, &ns));
+  rc_is("vmt_mx_get_thread_cpu_time", "id -1", -EINVAL, vmt_mx_get_thread_cpu_time(-1, &ns));
+  rc_is("vmt_mx_get_thread_cpu_time", "ns NULL", -EINVAL, vmt_mx_get_thread_cpu_time(1, NULL));
+  rc_is("vmt_mx_get_thread_cpu_time", "unknown id", 0, vmt_mx_get_thread_cpu_time(INT64_MAX, &ns));
+  value_is("vmt_mx_get_thread_cpu_time", "unknown id: *ns", -1, ns);
+  rc_is("vmt_mx_get_thread_user_time", "id 0", -EINVAL, vmt_mx_get_thread_user_time(0, &ns));
+  rc_is("vmt_mx_get_thread_user_time", "ns NULL", -EINVAL, vmt_mx_get_thread_user_time(1, NULL));
+  ns = 7;
+  rc_is("vmt_mx_get_thread_user_time", "unknown id", 0, vmt_mx_get_thread_user_time(INT64_MAX, &ns));
+  value_is("vmt_mx_get_thread_user_time", "unknown id: *ns", -1, ns);
+  int64_t out[3];
+  rc_is("vmt_mx_get_thread_cpu_time_array", "ids NULL", -EINVAL,
+        vmt_mx_get_thread_cpu_time_array(NULL, 1, out));
+  rc_is("vmt_mx_get_thread_cpu_time_array", "out NULL", -EINVAL,
+        vmt_mx_get_thread_cpu_time_array(unknown_ids, 2, NULL));
+  rc_is("vmt_mx_get_thread_cpu_time_array", "an id 0 in the array", -EINVAL,
+        vmt_mx_get_thread_cpu_time_array(bad_ids, 3, out));
+  rc_is("vmt_mx_get_thread_user_time_array", "ids NULL", -EINVAL,
+        vmt_mx_get_thread_user_time_array(NULL, 1, out));
+  rc_is("vmt_mx_get_thread_user_time_array", "an id -1 in the array", -EINVAL,
+        vmt_mx_get_thread_user_time_array(neg_ids, 1, out));
+  out[0] = out[1] = 7;
+  rc_is("vmt_mx_get_thread_cpu_time_array", "unknown ids", 0,
+        vmt_mx_get_thread_cpu_time_array(unknown_ids, 2, out));
+  add_row("vmt_mx_get_thread_cpu_time_array", "unknown ids: out[]", "-1, -1",
+          out[0] == -1 && out[1] == -1 ? "-1, -1" : "other");
+
+  rc_is("vmt_mx_find_monitor_deadlocked_threads", "ids NULL", -EINVAL,
+        vmt_mx_find_monitor_deadlocked_threads(NULL, &n));
+  rc_is("vmt_mx_find_monitor_deadlocked_threads", "count NULL", -EINVAL,
+        vmt_mx_find_monitor_deadlocked_threads(&ids, NULL));
+  rc_is("vmt_mx_find_deadlocked_threads", "ids NULL", -EINVAL,
+        vmt_mx_find_deadlocked_threads(NULL, &n));
+  rc_is("vmt_mx_find_deadlocked_threads", "count NULL", -EINVAL,
+        vmt_mx_find_deadlocked_threads(&ids, NULL));
+
+  /* Allocated bytes: -EINVAL before -ENOTSUP (the management.h convention). */
+  int64_t bytes;
+  rc_is("vmt_mx_is_thread_allocated_memory_enabled", "NULL", -EINVAL,
+        vmt_mx_is_thread_allocated_memory_enabled(NULL));
+  rc_is("vmt_mx_get_thread_allocated_bytes", "id 0", -EINVAL,
+        vmt_mx_get_thread_allocated_bytes(0, &bytes));
+  rc_is("vmt_mx_get_thread_allocated_bytes", "bytes NULL", -EINVAL,
+        vmt_mx_get_thread_allocated_bytes(1, NULL));
+  rc_is("vmt_mx_get_thread_allocated_bytes_array", "ids NULL", -EINVAL,
+        vmt_mx_get_thread_allocated_bytes_array(NULL, 1, out));
+  rc_is("vmt_mx_get_thread_allocated_bytes_array", "an id 0 in the array", -EINVAL,
+        vmt_mx_get_thread_allocated_bytes_array(bad_ids, 3, out));
+  rc_is("vmt_mx_get_current_thread_allocated_bytes", "NULL", -EINVAL,
+        vmt_mx_get_current_thread_allocated_bytes(NULL));
+  rc_is("vmt_mx_get_total_thread_allocated_bytes", "NULL", -EINVAL,
+        vmt_mx_get_total_thread_allocated_bytes(NULL));
+  if (vmt_mx_is_thread_allocated_memory_supported()) {
+    rc_is("vmt_mx_get_thread_allocated_bytes", "unknown id", 0,
+          vmt_mx_get_thread_allocated_bytes(INT64_MAX, &bytes));
+    value_is("vmt_mx_get_thread_allocated_bytes", "unknown id: *bytes", -1, bytes);
+  }
+
+  rc_is("vmt_mx_print_thread_dump", "NULL", -EINVAL, vmt_mx_print_thread_dump(NULL));
+  char *text = (char *)1;
+  size_t len;
+  rc_is("vmt_mx_thread_dump_to_string", "out NULL", -EINVAL, vmt_mx_thread_dump_to_string(NULL, &len));
+  rc_is("vmt_mx_thread_dump_to_string", "len NULL", -EINVAL, vmt_mx_thread_dump_to_string(&text, NULL));
+
+  /* Switches and the calls without input. */
+  vmt_thread_t *t = running_thread();
+  int64_t id = vmt_thread_id(t);
+  rc_is("vmt_mx_set_thread_cpu_time_enabled", "false", 0, vmt_mx_set_thread_cpu_time_enabled(false));
+  ns = 7;
+  rc_is("vmt_mx_get_thread_cpu_time", "live id while disabled", 0, vmt_mx_get_thread_cpu_time(id, &ns));
+  value_is("vmt_mx_get_thread_cpu_time", "live id while disabled: *ns", -1, ns);
+  rc_is("vmt_mx_set_thread_cpu_time_enabled", "true", 0, vmt_mx_set_thread_cpu_time_enabled(true));
+  bool alloc = vmt_mx_is_thread_allocated_memory_supported();
+  const char *alloc_answer = "0 (-ENOTSUP without jemalloc)";
+  add_row("vmt_mx_set_thread_allocated_memory_enabled", "false, then true", alloc_answer,
+          vmt_mx_set_thread_allocated_memory_enabled(false) == (alloc ? 0 : -ENOTSUP) &&
+                  vmt_mx_set_thread_allocated_memory_enabled(true) == (alloc ? 0 : -ENOTSUP)
+              ? alloc_answer
+              : "other");
+  add_row("vmt_mx_is_thread_allocated_memory_enabled", "valid pointer", alloc_answer,
+          vmt_mx_is_thread_allocated_memory_enabled(&enabled) == (alloc ? 0 : -ENOTSUP)
+              ? alloc_answer
+              : "other");
+  rc_is("vmt_mx_set_thread_contention_monitoring_enabled", "true twice", 0,
+        vmt_mx_set_thread_contention_monitoring_enabled(true) |
+            vmt_mx_set_thread_contention_monitoring_enabled(true));
+  value_is("vmt_mx_is_thread_contention_monitoring_enabled", "after enabling", 1,
+           vmt_mx_is_thread_contention_monitoring_enabled());
+  rc_is("vmt_mx_set_thread_contention_monitoring_enabled", "false", 0,
+        vmt_mx_set_thread_contention_monitoring_enabled(false));
+  finish(t);
+  static const struct { const char *fn; bool (*f)(void); } flags[] = {
+      {"vmt_mx_is_thread_cpu_time_supported", vmt_mx_is_thread_cpu_time_supported},
+      {"vmt_mx_is_current_thread_cpu_time_supported", vmt_mx_is_current_thread_cpu_time_supported},
+      {"vmt_mx_is_thread_contention_monitoring_supported",
+       vmt_mx_is_thread_contention_monitoring_supported},
+      {"vmt_mx_is_object_monitor_usage_supported", vmt_mx_is_object_monitor_usage_supported},
+      {"vmt_mx_is_synchronizer_usage_supported", vmt_mx_is_synchronizer_usage_supported},
+      {"vmt_mx_is_thread_allocated_memory_supported", vmt_mx_is_thread_allocated_memory_supported},
+  };
+  for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+    bool v = flags[i].f();
+    add_row(flags[i].fn, "(no input)", "true or false", v == true || v == false ? "true or false" : "other");
+  }
+  add_row("vmt_mx_get_thread_count", "(no input)", ">= 0", vmt_mx_get_thread_count() >= 0 ? ">= 0" : "< 0");
+  add_row("vmt_mx_get_daemon_thread_count", "(no input)", ">= 0",
+          vmt_mx_get_daemon_thread_count() >= 0 ? ">= 0" : "< 0");
+  add_row("vmt_mx_get_total_started_thread_count", "(no input)", ">= 0",
+          vmt_mx_get_total_started_thread_count() >= 0 ? ">= 0" : "< 0");
+  vmt_mx_reset_peak_thread_count();
+  add_row("vmt_mx_reset_peak_thread_count", "(no input), then get_peak", "peak == live",
+          vmt_mx_get_peak_thread_count() == vmt_mx_get_thread_count() ? "peak == live" : "other");
+  add_row("vmt_mx_get_peak_thread_count", "(no input)", ">= live",
+          vmt_mx_get_peak_thread_count() >= vmt_mx_get_thread_count() ? ">= live" : "< live");
+
+  FILE *sink = fopen("/dev/null", "w");
+  assert_non_null(sink);
+  rc_is("vmt_mx_enable_sigquit_dump", "out /dev/null", 0, vmt_mx_enable_sigquit_dump(sink));
+  rc_is("vmt_mx_enable_sigquit_dump", "already enabled", -EALREADY, vmt_mx_enable_sigquit_dump(NULL));
+  rc_is("vmt_mx_disable_sigquit_dump", "enabled", 0, vmt_mx_disable_sigquit_dump());
+  rc_is("vmt_mx_disable_sigquit_dump", "not enabled (idempotent)", 0, vmt_mx_disable_sigquit_dump());
+  fclose(sink);
+}
+
+/* ---- the table, published ----------------------------------------------------------------- */
+static void publish(void **state) {
+  (void)state;
+  size_t functions = 0;
+  for (size_t i = 0; i < nrows; i++) {
+    bool first = true;
+    for (size_t j = 0; j < i; j++)
+      if (strcmp(rows[j].fn, rows[i].fn) == 0) first = false;
+    if (first) functions++;
+    rel_figure_text("badinput", "row", "%s\t%s\t%s", rows[i].fn, rows[i].input, rows[i].actual);
+  }
+  rel_figure_text("badinput", "build", "%s", rel_build_flavour());
+  rel_figure("badinput", "calls", (long long)nrows);
+  rel_figure("badinput", "functions", (long long)functions);
+  rel_figure("badinput", "mismatches", (long long)mismatches);
+  assert_int_equal(mismatches, 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(thread_functions),
+      cmocka_unit_test(clock_functions),
+      cmocka_unit_test(monitor_functions),
+      cmocka_unit_test(management_functions),
+      cmocka_unit_test(publish),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
