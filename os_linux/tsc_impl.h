@@ -105,7 +105,10 @@ static inline int64_t vmt_os__tsc_clock_convert_cached(vmt_os__tsc_clock_t *cloc
   return vmt_os__tsc_clock_convert_cached_slow(clock, cache, tsc);
 }
 
-/* Forces a recalibration now (tests; the readers trigger it by schedule otherwise). */
+/* Forces a recalibration now (tests; the readers trigger it by schedule otherwise). Off
+ * schedule, a thread's cached segment may stay in use until its valid_until with the old
+ * slope: the two functions then differ by (slope change x time since the new start), far
+ * below a nanosecond for the ppm-sized changes recalibration makes. */
 void vmt_os__tsc_clock_recalibrate(vmt_os__tsc_clock_t *clock);
 
 /* The global elapsed counter's fast paths, for the benchmark: the seqlock variant and the
