@@ -199,6 +199,7 @@ int vmt_os__tsc_clock_init(vmt_os__tsc_clock_t *c, const vmt_os__tsc_env_t *env)
   c->anchor_tsc = p0.tsc;
   c->anchor_ns = p0.ns;
   c->interval_ns = 2 * VMT_OS__TSC_FIRST_INTERVAL_NS;
+  c->max_interval_ns = VMT_OS__TSC_MAX_INTERVAL_NS;
   vmt_os__tsc_segment_t seg = {.tsc = p1.tsc, .ns = p1.ns, .mult = mult};
   publish(c, &seg, &seg, p1.tsc + ticks_for(c->interval_ns, mult));
   /* seq 2 marks "published": readers never see a zeroed clock as valid. */
@@ -236,25 +237,31 @@ static void read_params(vmt_os__tsc_clock_t *c, params_t *p) {
   }
 }
 
-/* Under c->writer. */
-static void recalibrate_locked(vmt_os__tsc_clock_t *c) {
+/* Under c->writer. False if nothing was published: a segment published earlier has not been
+ * reached yet (only an off-schedule call can find that), or the clocks did not advance. */
+static bool recalibrate_locked(vmt_os__tsc_clock_t *c) {
   const vmt_os__tsc_env_t *env = c->env;
   pair_t p = read_pair(env);   /* the clock reads stay outside the write section */
   uint64_t rate = slope(c->anchor_tsc, c->anchor_ns, p.tsc, p.ns);
-  if (rate == 0) return;
+  if (rate == 0) return false;
   params_t old;
   read_params(c, &old);
+  /* Only two segments are kept: the one in force must be the current one, else dropping the
+   * previous would freeze the clock until the current one starts. */
+  if (env->read_tsc(env->ctx) < old.cur.tsc) return false;
   int64_t interval = c->interval_ns * 2;
-  if (interval > VMT_OS__TSC_MAX_INTERVAL_NS) interval = VMT_OS__TSC_MAX_INTERVAL_NS;
+  if (interval > c->max_interval_ns) interval = c->max_interval_ns;
 
   uint64_t seq = atomic_load_explicit(&c->seq, memory_order_relaxed);
   atomic_store_explicit(&c->seq, seq + 1, memory_order_relaxed);
-  /* Every reader that finished with the old segments read its TSC before the odd seq was
-   * stored, hence before this read: a new segment starting after it (plus 1 us for
-   * cross-CPU skew) changes nothing anyone has converted. */
+  /* The new segment must start where no one has converted with the old function yet: after
+   * every TSC value read before the seqlock went odd (`now`, plus 1 us for cross-CPU skew),
+   * and not before old.next_recal, below which threads' cached copies of the current segment
+   * stay valid. On schedule the first bound is the later one (a reader's TSC reached
+   * next_recal before this began); an off-schedule call starts its segment in the future. */
   uint64_t now = env->read_tsc(env->ctx);
   uint64_t start = (p.tsc > now ? p.tsc : now) + ticks_for(1000, rate);
-  if (start < old.cur.tsc) start = old.cur.tsc;
+  if (start < old.next_recal) start = old.next_recal;
   int64_t value = vmt_os__tsc_segment_convert(&old.cur, start);
   int64_t truth = p.ns + (int64_t)(((unsigned __int128)(start - p.tsc) * rate) >> 32);
   int64_t error = value - truth;
@@ -273,12 +280,14 @@ static void recalibrate_locked(vmt_os__tsc_clock_t *c) {
   c->anchor_ns = p.ns;
   atomic_store_explicit(&c->last_error_ns, error, memory_order_relaxed);
   atomic_fetch_add_explicit(&c->recalibrations, 1, memory_order_relaxed);
+  return true;
 }
 
-void vmt_os__tsc_clock_recalibrate(vmt_os__tsc_clock_t *c) {
+bool vmt_os__tsc_clock_recalibrate(vmt_os__tsc_clock_t *c) {
   pthread_mutex_lock(&c->writer);
-  recalibrate_locked(c);
+  bool done = recalibrate_locked(c);
   pthread_mutex_unlock(&c->writer);
+  return done;
 }
 
 static int64_t convert(vmt_os__tsc_clock_t *c, uint64_t tsc, params_t *p) {
@@ -361,8 +370,8 @@ int64_t vmt_os__elapsed_nanos_seqlock(void) {
 
 bool vmt_os__elapsed_uses_tsc(void) { return elapsed_mode_now() == MODE_TSC; }
 
-void vmt_os__elapsed_recalibrate(void) {
-  if (elapsed_mode_now() == MODE_TSC) vmt_os__tsc_clock_recalibrate(&global_clock);
+bool vmt_os__elapsed_recalibrate(void) {
+  return elapsed_mode_now() == MODE_TSC && vmt_os__tsc_clock_recalibrate(&global_clock);
 }
 
 const char *vmt_os_elapsed_source(void) {

@@ -68,6 +68,7 @@ typedef struct vmt_os__tsc_clock {
   uint64_t anchor_tsc;       /* the previous calibration pair: the next slope's baseline */
   int64_t anchor_ns;
   int64_t interval_ns;       /* current recalibration interval (doubles up to the maximum) */
+  int64_t max_interval_ns;   /* VMT_OS__TSC_MAX_INTERVAL_NS; tests shorten it */
   int64_t max_slew_ppm;      /* bound on the offset-correcting slope change */
   _Atomic uint64_t recalibrations;
   _Atomic int64_t last_error_ns;   /* counter minus CLOCK_MONOTONIC at the last recalibration */
@@ -105,18 +106,18 @@ static inline int64_t vmt_os__tsc_clock_convert_cached(vmt_os__tsc_clock_t *cloc
   return vmt_os__tsc_clock_convert_cached_slow(clock, cache, tsc);
 }
 
-/* Forces a recalibration now (tests; the readers trigger it by schedule otherwise). Off
- * schedule, a thread's cached segment may stay in use until its valid_until with the old
- * slope: the two functions then differ by (slope change x time since the new start), far
- * below a nanosecond for the ppm-sized changes recalibration makes. */
-void vmt_os__tsc_clock_recalibrate(vmt_os__tsc_clock_t *clock);
+/* Recalibrates off schedule (tests; readers trigger it on schedule otherwise). It keeps the
+ * schedule's promise: the new segment starts no earlier than the published next_recal_tsc
+ * (threads' cached segments are valid below it), possibly in the future. False, with nothing
+ * published, while a segment published earlier has not been reached. */
+bool vmt_os__tsc_clock_recalibrate(vmt_os__tsc_clock_t *clock);
 
 /* The global elapsed counter's fast paths, for the benchmark: the seqlock variant and the
  * cached one; both CLOCK_MONOTONIC when the TSC is not used. */
 int64_t vmt_os__elapsed_nanos_seqlock(void);
 bool vmt_os__elapsed_uses_tsc(void);
-/* Recalibrates the global counter now (tests); nothing when it is not on the TSC. */
-void vmt_os__elapsed_recalibrate(void);
+/* vmt_os__tsc_clock_recalibrate on the global counter (tests); false when not on the TSC. */
+bool vmt_os__elapsed_recalibrate(void);
 /* The global clock's last measured error against CLOCK_MONOTONIC (ns) and recalibrations. */
 void vmt_os__elapsed_stats(int64_t *last_error_ns, uint64_t *recalibrations);
 
