@@ -1,7 +1,8 @@
 /*
  * test/clock_test.c: the public CPU-time API (include/vmthread/clock.h) on runtime threads:
- * each kind on a live thread, a thread reading itself, -1 for NULL and bad kinds, and -1 after
- * termination while the caller burns CPU (so answering with the caller's clock would show). Time sources: monotonic, and the
+ * each kind on a live thread, a thread reading itself, an attached foreign thread until it
+ * detaches, -1 for NULL and bad kinds, and -1 after termination while the caller burns CPU (so
+ * answering with the caller's clock would show). Time sources: monotonic, and the
  * elapsed counter names its source. Public headers only.
  */
 #include <errno.h>
@@ -90,6 +91,46 @@ static void a_thread_reading_itself_is_consistent(void **state) {
   assert_int_equal(vmt_thread_release(t), 0);
 }
 
+/* A foreign thread that attaches is readable by others while attached, and reads -1 once
+ * detached (it still runs: its tid is valid, but the record no longer describes it). */
+typedef struct foreign {
+  vmt_thread_t *t;
+  _Atomic int stage;   /* 1 attached, 2 may detach, 3 detached, 4 may leave */
+} foreign_t;
+
+static void *foreign_main(void *arg) {
+  foreign_t *f = arg;
+  if (vmt_thread_attach(NULL, &f->t) != 0 || vmt_thread_retain(f->t) != 0) return (void *)1;
+  burn_cpu_ms(10);
+  atomic_store(&f->stage, 1);
+  while (atomic_load(&f->stage) != 2) usleep(200);
+  if (vmt_thread_detach() != 0) return (void *)1;
+  atomic_store(&f->stage, 3);
+  while (atomic_load(&f->stage) != 4) usleep(200);
+  return NULL;
+}
+
+static void attached_thread_is_readable_until_it_detaches(void **state) {
+  (void)state;
+  foreign_t f = {0};
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, foreign_main, &f), 0);
+  while (atomic_load(&f.stage) != 1) usleep(200);
+  assert_true(vmt_thread_cpu_time(f.t, VMT_CPU_TOTAL) >= 10 * 1000000);
+  assert_true(vmt_thread_cpu_time(f.t, VMT_CPU_USER) >= 0);
+  atomic_store(&f.stage, 2);
+  while (atomic_load(&f.stage) != 3) usleep(200);
+  burn_cpu_ms(20);
+  assert_int_equal(vmt_thread_cpu_time(f.t, VMT_CPU_TOTAL), -1);
+  assert_int_equal(vmt_thread_cpu_time(f.t, VMT_CPU_USER), -1);
+  assert_int_equal(vmt_thread_cpu_time(f.t, VMT_CPU_USER_FAST), -1);
+  atomic_store(&f.stage, 4);
+  void *bad = (void *)2;
+  assert_int_equal(pthread_join(th, &bad), 0);
+  assert_null(bad);
+  assert_int_equal(vmt_thread_release(f.t), 0);
+}
+
 static void null_and_bad_kinds(void **state) {
   (void)state;
   assert_int_equal(vmt_thread_cpu_time(NULL, VMT_CPU_TOTAL), -1);
@@ -126,6 +167,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(live_thread_every_kind),
       cmocka_unit_test(a_thread_reading_itself_is_consistent),
+      cmocka_unit_test(attached_thread_is_readable_until_it_detaches),
       cmocka_unit_test(null_and_bad_kinds),
       cmocka_unit_test(current_thread_without_a_record),
       cmocka_unit_test(time_sources),
