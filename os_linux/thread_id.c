@@ -45,8 +45,15 @@ static int clock_to_tid(clockid_t clock, pid_t *tid) {
 static int publish(vmt_os_thread_t *ot, pthread_t handle, clockid_t clock, pid_t tid) {
   int32_t seen = atomic_load_explicit(&ot->tid, memory_order_relaxed);
   for (;;) {
-    /* Bound already, or being bound by the other side of the race: same thread, same tid. */
-    if (seen != TID_UNBOUND && seen != TID_UNBOUND_WAITED) return 0;
+    /* Bound already: same thread, same tid. */
+    if (seen > 0) return 0;
+    /* Being bound by the other side of the race: wait for its tid (a few instructions away),
+     * so that the tid is published when bind returns; the thread reading its own CPU time
+     * right after bind_self must find itself (docs/reliability.md, regression test). */
+    if (seen == TID_CLAIMED || seen == TID_CLAIMED_WAITED) {
+      vmt_os_thread_tid_wait(ot);
+      return 0;
+    }
     int32_t claimed = seen == TID_UNBOUND ? TID_CLAIMED : TID_CLAIMED_WAITED;
     if (atomic_compare_exchange_weak_explicit(&ot->tid, &seen, claimed, memory_order_acquire,
                                               memory_order_relaxed))
