@@ -16,10 +16,11 @@
  *
  * Second part, the registry under readers: with 1000 live threads parked, one thread starts
  * and joins threads (start+join per sample) while another thread either does nothing, spins
- * without touching the runtime (the control: on this 2-core machine any busy thread takes CPU
- * from the starts), walks the registry in a loop (what getAllThreadIds does: protect the
- * current snapshot, copy the listed ids, release), or walks it once per millisecond. The
- * registry's own effect is walker / spinner (and paced walker / none).
+ * without touching memory, runs the walk's loop over private copies of the records (same
+ * instructions and footprint, nothing shared: the control), walks the registry in a loop (what
+ * getAllThreadIds does: protect the current snapshot, copy the listed ids, release), or walks
+ * it once per millisecond. On this 2-core machine any busy thread takes CPU and cache from the
+ * starts; the registry's own effect is walker / private walk (and paced walker / none).
  *
  * The walk uses the runtime's internal registry API (runtime/internal.h) because the public
  * management call sits in another module; it is the same loop.
@@ -146,26 +147,49 @@ static round_t round_pthread(void) {
 }
 
 /* ---- the registry under readers -------------------------------------------------------- */
-enum { READER_NONE, READER_SPINNER, READER_WALKER, READER_PACED, READER_KINDS };
+enum { READER_NONE, READER_SPINNER, READER_PRIVATE, READER_WALKER, READER_PACED, READER_KINDS };
 static const char *const reader_names[READER_KINDS] = {
-    "starts_1000_live", "starts_1000_live_spinner", "starts_1000_live_walker",
-    "starts_1000_live_walker_1ms"};
+    "starts_1000_live", "starts_1000_live_spinner", "starts_1000_live_private_walk",
+    "starts_1000_live_walker", "starts_1000_live_walker_1ms"};
 
 static _Atomic int reader_mode = READER_NONE;
 static _Atomic bool reader_quit;
 static _Atomic uint64_t walks;
+static pthread_mutex_t mode_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t mode_cond = PTHREAD_COND_INITIALIZER;
 
-static int64_t walk_ids(void) {
-  const vmt__snapshot_t *s = vmt__registry_acquire();
+static int64_t collect_ids(const vmt__snapshot_t *s) {
   int64_t *ids = malloc((s->count + 1) * sizeof(*ids));
   size_t n = 0;
   for (size_t i = 0; i < s->count; i++)
     if (vmt__thread_is_listed(s->threads[i])) ids[n++] = s->threads[i]->id;
-  vmt__registry_release(s);
   int64_t sum = 0;
   for (size_t i = 0; i < n; i++) sum += ids[i];
   free(ids);
   return sum;
+}
+
+static int64_t walk_ids(void) {
+  const vmt__snapshot_t *s = vmt__registry_acquire();
+  int64_t sum = collect_ids(s);
+  vmt__registry_release(s);
+  return sum;
+}
+
+/* The control for the walker: the same loop over private copies of the records (same memory
+ * footprint and instructions, nothing shared with the starts, no protection). */
+static vmt__snapshot_t *private_snapshot;
+
+static void make_private_snapshot(void) {
+  const vmt__snapshot_t *s = vmt__registry_acquire();
+  private_snapshot = malloc(sizeof(*s) + s->count * sizeof(s->threads[0]));
+  private_snapshot->count = s->count;
+  for (size_t i = 0; i < s->count; i++) {
+    vmt_thread_t *copy = malloc(sizeof(*copy));
+    memcpy(copy, s->threads[i], sizeof(*copy));
+    private_snapshot->threads[i] = copy;
+  }
+  vmt__registry_release(s);
 }
 
 static void *reader(void *arg) {
@@ -175,6 +199,10 @@ static void *reader(void *arg) {
     switch (atomic_load_explicit(&reader_mode, memory_order_relaxed)) {
       case READER_SPINNER:
         for (int i = 0; i < 1000; i++) spin++;
+        break;
+      case READER_PRIVATE:
+        VMTB_SINK(collect_ids(private_snapshot));
+        atomic_fetch_add_explicit(&walks, 1, memory_order_relaxed);
         break;
       case READER_WALKER:
         VMTB_SINK(walk_ids());
@@ -187,14 +215,23 @@ static void *reader(void *arg) {
         nanosleep(&ts, NULL);
         break;
       }
-      default: {
-        struct timespec ts = {0, 200000};
-        nanosleep(&ts, NULL);
+      default:  /* no reader: sleep until the mode changes (no wake-ups of our own) */
+        pthread_mutex_lock(&mode_lock);
+        while (atomic_load(&reader_mode) == READER_NONE && !atomic_load(&reader_quit))
+          pthread_cond_wait(&mode_cond, &mode_lock);
+        pthread_mutex_unlock(&mode_lock);
         break;
-      }
     }
   }
   return NULL;
+}
+
+static void set_reader(int mode, bool quit) {
+  pthread_mutex_lock(&mode_lock);
+  atomic_store(&reader_mode, mode);
+  atomic_store(&reader_quit, quit);
+  pthread_cond_broadcast(&mode_cond);
+  pthread_mutex_unlock(&mode_lock);
 }
 
 static pthread_mutex_t park_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -251,7 +288,7 @@ int main(int argc, char **argv) {
   vmtb_options_t opts;
   vmtb_parse_args(argc, argv, &opts, NULL);
   size_t repeats = opts.quick ? 5 : opts.longrun ? 61 : 21;
-  size_t reader_repeats = opts.quick ? 4 : opts.longrun ? 41 : 15;
+  size_t reader_repeats = opts.quick ? 5 : opts.longrun ? 41 : 21;
   int starts_per_sample = opts.quick ? 200 : 500;
   if (!opts.json) vmtb_describe_machine(stdout);
   vmtb_note(&opts,
@@ -332,6 +369,7 @@ int main(int argc, char **argv) {
     int rc = vmt_thread_start(&vt[i], parked_body, NULL);
     if (rc) die("vmt_thread_start (parked)", rc);
   }
+  make_private_snapshot();
   pthread_t reader_thread;
   pthread_create(&reader_thread, NULL, reader, NULL);
   double *rs[READER_KINDS];
@@ -342,7 +380,7 @@ int main(int argc, char **argv) {
   for (size_t r = 0; r < reader_repeats; r++) {
     for (int j = 0; j < READER_KINDS; j++) {
       int k = (int)((r + (size_t)j) % READER_KINDS);
-      atomic_store(&reader_mode, k);
+      set_reader(k, false);
       uint64_t w0 = atomic_load(&walks);
       int64_t t0 = vmtb_now_ns();
       rs[k][r] = starts_round(starts_per_sample);
@@ -350,7 +388,7 @@ int main(int argc, char **argv) {
       walks_in[k] += atomic_load(&walks) - w0;
     }
   }
-  atomic_store(&reader_quit, true);
+  set_reader(READER_NONE, true);
   pthread_join(reader_thread, NULL);
   pthread_mutex_lock(&park_lock);
   unpark = true;
@@ -374,14 +412,19 @@ int main(int argc, char **argv) {
     vmtb_stats(rs[k], reader_repeats, &res);
     vmtb_report(&opts, &res, extra);
   }
-  vmtb_note(&opts, "\nwalks per second: walker %.0f, paced walker %.0f",
+  vmtb_note(&opts, "\nwalks per second: walker %.0f, private walk %.0f, paced walker %.0f",
             walk_time[READER_WALKER] > 0 ? walks_in[READER_WALKER] / walk_time[READER_WALKER] : 0,
+            walk_time[READER_PRIVATE] > 0 ? walks_in[READER_PRIVATE] / walk_time[READER_PRIVATE]
+                                          : 0,
             walk_time[READER_PACED] > 0 ? walks_in[READER_PACED] / walk_time[READER_PACED] : 0);
   vmtb_note(&opts, "ratios (medians):");
-  vmtb_note(&opts, "  walker / spinner (the registry's own effect)   %5.2fx  (done when <= 1.10x)",
-            rmed[READER_WALKER] / rmed[READER_SPINNER]);
   vmtb_note(&opts, "  walker every 1 ms / no reader                  %5.2fx  (done when <= 1.10x)",
             rmed[READER_PACED] / rmed[READER_NONE]);
+  vmtb_note(&opts, "  walker in a loop / same walk on private copies %5.2fx  (the registry's own "
+            "effect; done when <= 1.10x)",
+            rmed[READER_WALKER] / rmed[READER_PRIVATE]);
+  vmtb_note(&opts, "  private walk / spinner (memory traffic of any walk) %5.2fx",
+            rmed[READER_PRIVATE] / rmed[READER_SPINNER]);
   vmtb_note(&opts, "  spinner / no reader (CPU taken by any busy thread) %5.2fx",
             rmed[READER_SPINNER] / rmed[READER_NONE]);
   return 0;

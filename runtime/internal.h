@@ -34,17 +34,21 @@ typedef struct vmt__category {
 } vmt__category_t;
 
 struct vmt_thread {
+  /* The first 64 bytes hold what a registry walk reads of every record (id, kind, the two
+   * states, counted), so a walk over 1000 threads touches one line per record. */
   uint32_t magic;                    /* VMT__THREAD_MAGIC while references exist */
   _Atomic int32_t refs;
   int64_t id;
   vmt__thread_kind_t kind;
+  _Atomic int32_t registry_state;    /* VMT__REG_*; registry.c, under its writer lock */
   char *name;                        /* full name, immutable */
   char os_name[VMT_THREAD_OS_NAME_MAX + 1];
   vmt__category_t *category;         /* interned, lives for the process */
+  _Atomic int state;                 /* vmt_thread_state_t */
+  _Atomic bool counted;              /* included in live/daemon/category counts (registry.c) */
   bool daemon;
   int priority;
   size_t stack_size;
-  _Atomic int state;                 /* vmt_thread_state_t */
   int64_t start_time_ns;             /* vmt_os_java_time_nanos() at start/attach */
   vmt_os_thread_t os;
   struct vmt__thread_sync sync;      /* monitor module */
@@ -70,8 +74,6 @@ struct vmt_thread {
   bool forked_away;                  /* a thread of the parent process, seen in a fork child */
   int64_t cpu_at_begin_ns;           /* own CPU time at attach (0 for started threads) */
   /* Registry bookkeeping (registry.c), written under the registry's writer lock. */
-  _Atomic int32_t registry_state;    /* VMT__REG_* */
-  _Atomic bool counted;              /* included in live/daemon/category counts */
   bool ended_uncounted;              /* left before start counted it (counted as started only) */
   uint64_t removed_generation;       /* generation of the last snapshot that held it */
   struct vmt_thread *retire_next;    /* retired-record list, then the record pool */
