@@ -80,19 +80,24 @@ VMT_EXPORT int vmt_thread_start_ex(vmt_thread_t **out, const vmt_thread_options_
 
 /*
  * Waits until t has terminated and its bookkeeping (registry, counters, totals) is done, then
- * stores the body's result in *result (if result is not NULL). Does not release t.
- * Errors: -EINVAL (NULL, released or foreign handle), -EDEADLK (t is the calling thread),
- * -EALREADY (t was joined before; the result was handed out then).
+ * stores the body's result in *result (if result is not NULL): the body's return value, the
+ * value passed to vmt_thread_exit(), or PTHREAD_CANCELED. Does not release t.
+ * Errors: -EINVAL (NULL, released or attached handle), -EDEADLK (t is the calling thread),
+ * -EALREADY (t was joined before, or another thread is joining it; the result goes to that
+ * join).
  */
 VMT_EXPORT int vmt_thread_join(vmt_thread_t *t, void **result);
 
-/* Takes one more reference (for code that keeps a thread beyond its creator). -EINVAL on NULL. */
+/* Takes one more reference (for code that keeps a thread beyond its creator). -EINVAL on NULL
+ * or on a started thread whose references are all gone. An attached thread may be retained
+ * while it is attached (attach itself hands out no reference). */
 VMT_EXPORT int vmt_thread_retain(vmt_thread_t *t);
 
 /*
  * Drops one reference. Releasing the creator's reference of a thread that is still running
  * detaches it: its record is freed when it ends. -EINVAL on NULL or a handle with no references
- * left (detected while the record's memory is still held by the runtime, see docs/design.md).
+ * left. Records are never returned to malloc, so a stale handle is detected instead of
+ * crashing, until its record is recycled for a new thread (docs/design.md, "References").
  */
 VMT_EXPORT int vmt_thread_release(vmt_thread_t *t);
 
@@ -105,9 +110,11 @@ VMT_EXPORT vmt_thread_t *vmt_thread_current(void);
 
 /*
  * Attaches the calling thread (the VM's main thread, a foreign library's thread). It gets an
- * id, a name, a category and counts as live while attached. Idempotent: attaching an attached
- * thread returns its record and counts one more attach; each needs a matching detach.
- * Errors: -EINVAL (NULL out, bad options), -ENOMEM.
+ * id, a name, a category and counts as started and live while attached. Idempotent: attaching
+ * an attached thread returns its record and counts one more attach (options are then
+ * ignored); each needs a matching detach. The kernel name changes only if options give a name
+ * (else vmt_thread_os_name() is ""). A thread that ends while attached is detached.
+ * Errors: -EINVAL (NULL out, bad options, or the caller is a runtime-started thread), -ENOMEM.
  */
 VMT_EXPORT int vmt_thread_attach(const vmt_thread_options_t *options, vmt_thread_t **out);
 
@@ -121,6 +128,7 @@ VMT_EXPORT const char *vmt_thread_name(const vmt_thread_t *t);   /* full name, i
 VMT_EXPORT const char *vmt_thread_os_name(const vmt_thread_t *t); /* the name the kernel got */
 VMT_EXPORT const char *vmt_thread_category(const vmt_thread_t *t);
 VMT_EXPORT bool vmt_thread_is_daemon(const vmt_thread_t *t);
+/* Java priority as given; like HotSpot on Linux by default, the OS priority is not changed. */
 VMT_EXPORT int vmt_thread_priority(const vmt_thread_t *t);
 VMT_EXPORT vmt_thread_state_t vmt_thread_state(const vmt_thread_t *t);
 
