@@ -3,7 +3,8 @@
  *
  * JMH "sample mode": every sample is one call timed with CLOCK_MONOTONIC (vDSO) around it;
  * after a warm-up, the variants are sampled in interleaved rounds (round-robin blocks of 1000
- * calls) so that load from other processes on this shared machine falls on all of them alike.
+ * calls, each after 16 discarded ones) so that load from other processes on this shared machine
+ * falls on all of them alike.
  * The cost of the timestamps themselves is its own row ("timer_overhead"): it is inside every
  * other row's figures, and ratios are of the raw samples.
  *
@@ -31,6 +32,10 @@
 #include "vmthread.h"
 
 #define BLOCK 1000
+/* Each block starts with REWARM discarded calls, so that the switch from another variant (cold
+ * branch predictors and cache lines) does not land in the tails at exactly 1/BLOCK (p99.9). */
+#define REWARM 16
+static double scratch[REWARM];
 
 typedef struct ctx {
   pid_t self_tid;
@@ -183,6 +188,7 @@ int main(int argc, char **argv) {
       size_t want = v->slow ? per_slow : per_variant;
       if (v->n >= want) continue;
       size_t k = want - v->n < BLOCK ? want - v->n : BLOCK;
+      v->sample(scratch, REWARM);   /* discarded: see REWARM */
       v->sample(v->samples + v->n, k);
       v->n += k;
       more = true;
