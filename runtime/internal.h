@@ -71,7 +71,7 @@ struct vmt_thread {
   bool result_set;                   /* result came from the body or vmt_thread_exit */
   bool pthread_created;              /* `pthread` is valid */
   bool os_reaped;                    /* pthread_join'ed (or detached): handle is gone */
-  bool forked_away;                  /* a thread of the parent process, seen in a fork child */
+  uint32_t fork_generation;          /* vmt__fork_generation when its pthread was created */
   int64_t cpu_at_begin_ns;           /* own CPU time at attach (0 for started threads) */
   /* Registry bookkeeping (registry.c), written under the registry's writer lock. */
   bool ended_uncounted;              /* left before start counted it (counted as started only) */

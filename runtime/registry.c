@@ -349,10 +349,10 @@ void vmt__registry_fork_child(vmt_thread_t *survivor) {
     if (reg_state(x) == VMT__REG_IN) {
       atomic_store_explicit(&x->registry_state, VMT__REG_TOMBSTONE, memory_order_relaxed);
       tombstoned++;
-    } else {
-      continue;  /* already tombstoned: its thread's bookkeeping went as far as that */
+    } else if (atomic_load_explicit(&x->done, memory_order_relaxed) != 0) {
+      continue;  /* its exit bookkeeping was complete; at worst its last unref was not */
     }
-    x->forked_away = true;
+    /* Live, or between leaving the registry and `done`: finish for the vanished thread. */
     atomic_store_explicit(&x->counted, false, memory_order_relaxed);
     vmt_os_thread_mark_exiting(&x->os);
     atomic_store_explicit(&x->allocatedp, NULL, memory_order_relaxed);

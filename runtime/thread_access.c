@@ -45,6 +45,7 @@ pid_t vmt_thread_tid(vmt_thread_t *t) {
 
 /* ---- Process-wide initialisation and fork ---------------------------------------------- */
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+_Atomic uint32_t vmt__fork_generation;
 
 static void fork_prepare(void) {
   vmt__registry_fork_prepare();
@@ -59,10 +60,13 @@ static void fork_parent(void) {
 }
 
 static void fork_child(void) {
+  atomic_fetch_add_explicit(&vmt__fork_generation, 1, memory_order_relaxed);
   vmt__category_fork_child();
   vmt__record_fork_child();
   vmt_thread_t *self = vmt__current;
   if (self) {
+    /* The forking thread's pthread_t stays valid in the child. */
+    self->fork_generation = atomic_load_explicit(&vmt__fork_generation, memory_order_relaxed);
     /* New process, new tid (the port's own handler already dropped its cached tid). */
     atomic_store_explicit(&self->os.tid, 0, memory_order_relaxed);
     vmt_os_thread_bind_self(&self->os);

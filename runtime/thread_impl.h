@@ -65,6 +65,13 @@ size_t vmt__hazard_block_count(void);
 /* ---- Process-wide state ---------------------------------------------------------------- */
 /* The calling thread's record (started, attached or internal); initial-exec TLS: one load. */
 extern _Thread_local vmt_thread_t *vmt__current __attribute__((tls_model("initial-exec")));
+/* Incremented in every fork child. A record whose fork_generation differs describes a thread
+ * of an ancestor process: it does not exist here, so nobody waits for it nor touches its
+ * pthread_t (joining or detaching one is undefined behaviour after fork). */
+extern _Atomic uint32_t vmt__fork_generation;
+static inline bool vmt__thread_of_this_process(const vmt_thread_t *t) {
+  return t->fork_generation == atomic_load_explicit(&vmt__fork_generation, memory_order_relaxed);
+}
 /* Idempotent: port init, fork handlers, the attached-thread key. */
 void vmt__runtime_init(void);
 /* The common exit bookkeeping of a started, internal or (last detach) attached thread, run by

@@ -25,11 +25,11 @@ int vmt_thread_join(vmt_thread_t *t, void **result) {
                                                  memory_order_seq_cst, memory_order_acquire)) {
       rc = -EALREADY;
     } else {
-      /* The thread of a fork's parent process does not exist here; its bookkeeping was done
-       * by the fork handler. */
-      while (atomic_load_explicit(&t->done, memory_order_seq_cst) == 0)
+      /* A thread of a fork's parent process does not exist here: nothing to wait for. */
+      bool here = vmt__thread_of_this_process(t);
+      while (here && atomic_load_explicit(&t->done, memory_order_seq_cst) == 0)
         vmt_os_futex_wait(&t->done, 0, VMT_OS_NO_DEADLINE);
-      if (!t->forked_away) pthread_join(t->pthread, NULL);
+      if (here) pthread_join(t->pthread, NULL);
       t->os_reaped = true;
       if (result) *result = t->result;
       atomic_store_explicit(&t->join_state, 2, memory_order_release);
