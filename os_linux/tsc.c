@@ -322,11 +322,15 @@ int64_t vmt_os__tsc_clock_convert_cached_slow(vmt_os__tsc_clock_t *c, vmt_os__ts
 
 enum { MODE_UNKNOWN = 0, MODE_MONOTONIC, MODE_TSC };
 
-static vmt_os__tsc_clock_t global_clock;
-static _Atomic int elapsed_mode;
+/* The fast path reads elapsed_mode and the thread's cache, nothing else: each on a cache line
+ * of its own, so that no write elsewhere (a recalibration, another module's counter) ever
+ * invalidates what it reads. */
+static vmt_os__tsc_clock_t global_clock __attribute__((aligned(64)));
+static _Atomic int elapsed_mode __attribute__((aligned(64)));
 static const char *elapsed_reason = "not probed yet";
 /* initial-exec: one %fs-relative load, no __tls_get_addr call even in the shared library. */
-static __thread vmt_os__tsc_cache_t tls_cache __attribute__((tls_model("initial-exec")));
+static __thread vmt_os__tsc_cache_t tls_cache
+    __attribute__((tls_model("initial-exec"), aligned(64)));
 
 /* fork(): a child must not inherit a recalibration in progress (an odd seqlock would make its
  * readers spin forever, a held writer lock would stop its recalibrations). The prepare handler
