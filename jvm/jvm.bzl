@@ -1,0 +1,106 @@
+"""The JVM host's targets: the Java side (javac/jar from the installed JDK, see
+//third_party:jdk.bzl), the JNI bridge, and the test that runs a real JVM.
+
+Everything is defined only when a JDK was found; otherwise only the test is, and it prints
+that it is skipped. Bazel's java_* rules are not used: their toolchains are downloads.
+"""
+
+load("@vmt_jdk//:defs.bzl", "HAVE_JDK", "JAVA_HOME")
+load("//build:copts.bzl", "VMT_COPTS")
+
+# Class files for Java 17 (the oldest JDK with every ThreadMXBean method we implement);
+# reproducible jars (fixed entry dates).
+_JAVAC_FLAGS = "--release 17 -encoding UTF-8 -Xlint:all -Werror"
+_JAR_DATE = "2000-01-01T00:00:00Z"
+
+def _java_jar(name, srcs, jar, header, classpath = []):
+    """A jar compiled from srcs, plus the JNI header javac -h writes for its natives."""
+    cp = " ".join(["$(location %s)" % c for c in classpath])
+    native.genrule(
+        name = name,
+        srcs = srcs + classpath,
+        outs = [jar, header],
+        cmd = """set -e
+classes=$(@D)/{name}_classes
+rm -rf $$classes && mkdir -p $$classes
+cp=$$(echo {cp} | tr ' ' ':')
+{home}/bin/javac {flags} $${{cp:+-cp $$cp}} -h $(@D) -d $$classes {srcs}
+{home}/bin/jar --create --date={date} --file $(location {jar}) -C $$classes .
+rm -rf $$classes
+""".format(
+            name = name,
+            cp = cp,
+            home = JAVA_HOME,
+            flags = _JAVAC_FLAGS,
+            srcs = " ".join(["$(location %s)" % s for s in srcs]),
+            date = _JAR_DATE,
+            jar = jar,
+        ),
+    )
+
+def _jni_library(name, srcs, header):
+    native.cc_binary(
+        name = name,
+        srcs = srcs + [header],
+        copts = VMT_COPTS + ["-fvisibility=hidden", "-iquote", "$(GENDIR)/jvm"],
+        linkshared = True,
+        # Next to libvmthread.so.0 once installed (scripts/install-lib).
+        # --as-needed: Bazel appends -lstdc++ -lm to every link; a C library needs neither.
+        linkopts = ["-Wl,-rpath,'$$ORIGIN'", "-Wl,--as-needed"],
+        deps = [
+            "//:headers",
+            "//:vmthread_shared",
+            "@vmt_jdk//:jni",
+        ],
+    )
+
+def vmthread_jvm():
+    test_data = [
+        "//:libvmthread.so",
+        "//:libvmthread_a",
+        "//:public_headers",
+        "//:vmthread.pc.in",
+        "//scripts:install-lib",
+    ]
+    args = ["--java-home=" + JAVA_HOME] if HAVE_JDK else ["--no-jdk"]
+    if HAVE_JDK:
+        _java_jar(
+            name = "vmthread_jar",
+            srcs = native.glob(["src/**/*.java"]),
+            jar = "vmthread.jar",
+            header = "io_vmthread_NativeThreads.h",
+        )
+        _java_jar(
+            name = "vmthread_tests_jar",
+            srcs = native.glob(["test/**/*.java"]),
+            jar = "vmthread-tests.jar",
+            header = "io_vmthread_test_TestNatives.h",
+            classpath = [":vmthread.jar"],
+        )
+        _jni_library(
+            name = "libvmthread_jni.so",
+            srcs = ["native/vmthread_jni.c"],
+            header = ":io_vmthread_NativeThreads.h",
+        )
+        _jni_library(
+            name = "libvmthread_jni_test.so",
+            srcs = ["test/native/vmthread_jni_test.c"],
+            header = ":io_vmthread_test_TestNatives.h",
+        )
+        test_data += [
+            ":libvmthread_jni.so",
+            ":libvmthread_jni_test.so",
+            ":vmthread.jar",
+            ":vmthread-tests.jar",
+        ]
+    native.sh_test(
+        name = "jvm_test",
+        size = "medium",
+        srcs = ["test/jvm_test.sh"],
+        args = args + select({
+            "//build:asan": ["--sanitizer=asan"],
+            "//build:tsan": ["--sanitizer=tsan"],
+            "//conditions:default": [],
+        }),
+        data = test_data,
+    )

@@ -1,0 +1,201 @@
+/*
+ * ThreadInfos: builds java.lang.management.ThreadInfo objects for the runtime's native threads
+ * the standard way, ThreadInfo.from(CompositeData), since ThreadInfo has no public constructor.
+ *
+ * The CompositeType must be the one ThreadInfo.from validates against, which differs between
+ * JDK versions (Java 9 added the module fields of StackTraceElement, Java 9 daemon/priority).
+ * Rather than hard-coding one version's layout, we take the type from the running JDK through
+ * public API only: the platform ThreadMXBean's getThreadInfo, invoked through the MBean server,
+ * returns a ThreadInfo mapped to CompositeData by the JDK itself. Values are then filled in by
+ * item name; items this code does not know (a future JDK's) get a neutral value of their type.
+ *
+ * Mapping from vmt_thread_info_t (include/vmthread/management.h):
+ *   blocked/waited times   nanoseconds -> milliseconds (ThreadInfo's unit); -1 stays -1
+ *   state                  same order as Thread.State
+ *   frames                 a VM method "pkg.Class.method" (from the VM's stack walker) is split
+ *                          at the last '.'; a native symbol gets class "<native>". The line is
+ *                          the frame's line, or -2 (Java's "native method") when unknown.
+ *   locks                  className and identity hash as given; lockName is the C display name
+ *                          "name@hexid" (the monitor's own name is more use than the class).
+ *   suspended, inNative    false (the runtime has neither notion for its threads)
+ */
+package io.vmthread;
+
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadInfo;
+import java.util.HashMap;
+import java.util.Map;
+import javax.management.JMException;
+import javax.management.ObjectName;
+import javax.management.openmbean.ArrayType;
+import javax.management.openmbean.CompositeData;
+import javax.management.openmbean.CompositeDataSupport;
+import javax.management.openmbean.CompositeType;
+import javax.management.openmbean.OpenDataException;
+import javax.management.openmbean.OpenType;
+import javax.management.openmbean.SimpleType;
+
+final class ThreadInfos {
+  private ThreadInfos() {}
+
+  private static final Thread.State[] STATES = Thread.State.values();
+
+  /** The JDK's own ThreadInfo CompositeType and its nested types, found once. */
+  private static final class Types {
+    static final CompositeType THREAD_INFO;
+    static final CompositeType STACK_FRAME;
+    static final CompositeType LOCK_INFO;
+    static final CompositeType MONITOR_INFO;
+    static final CompositeType SYNCHRONIZER;
+
+    static {
+      try {
+        CompositeData sample = (CompositeData) ManagementFactory.getPlatformMBeanServer().invoke(
+            new ObjectName(ManagementFactory.THREAD_MXBEAN_NAME), "getThreadInfo",
+            new Object[] {Thread.currentThread().getId()}, new String[] {"long"});
+        THREAD_INFO = sample.getCompositeType();
+      } catch (JMException e) {
+        throw new IllegalStateException("cannot read the JDK's ThreadInfo CompositeType", e);
+      }
+      STACK_FRAME = elementType(THREAD_INFO, "stackTrace");
+      LOCK_INFO = (CompositeType) THREAD_INFO.getType("lockInfo");
+      MONITOR_INFO = elementType(THREAD_INFO, "lockedMonitors");
+      SYNCHRONIZER = elementType(THREAD_INFO, "lockedSynchronizers");
+    }
+
+    private static CompositeType elementType(CompositeType type, String item) {
+      return (CompositeType) ((ArrayType<?>) type.getType(item)).getElementOpenType();
+    }
+  }
+
+  static ThreadInfo[] toThreadInfos(RawThreadInfo[] raws) {
+    ThreadInfo[] out = new ThreadInfo[raws.length];
+    for (int i = 0; i < raws.length; i++) {
+      out[i] = raws[i] == null ? null : toThreadInfo(raws[i]);
+    }
+    return out;
+  }
+
+  static ThreadInfo toThreadInfo(RawThreadInfo raw) {
+    return ThreadInfo.from(toCompositeData(raw));
+  }
+
+  static CompositeData toCompositeData(RawThreadInfo raw) {
+    Map<String, Object> v = new HashMap<>();
+    v.put("threadId", raw.id);
+    v.put("threadName", raw.name);
+    v.put("threadState", (raw.state >= 0 && raw.state < STATES.length
+        ? STATES[raw.state] : Thread.State.RUNNABLE).name());
+    v.put("blockedCount", raw.blockedCount);
+    v.put("blockedTime", nanosToMillis(raw.blockedTimeNs));
+    v.put("waitedCount", raw.waitedCount);
+    v.put("waitedTime", nanosToMillis(raw.waitedTimeNs));
+    v.put("lockInfo", raw.lock == null ? null : lock(Types.LOCK_INFO, raw.lock));
+    v.put("lockName", raw.lock == null ? null : raw.lock.name);
+    v.put("lockOwnerId", raw.lockOwnerId);
+    v.put("lockOwnerName", raw.lockOwnerName);
+    CompositeData[] frames = frames(raw);
+    v.put("stackTrace", frames);
+    v.put("suspended", false);
+    v.put("inNative", false);
+    v.put("lockedMonitors", monitors(raw, frames));
+    v.put("lockedSynchronizers", locks(Types.SYNCHRONIZER, raw.lockedSynchronizers));
+    v.put("daemon", raw.daemon);
+    v.put("priority", raw.priority);
+    return composite(Types.THREAD_INFO, v);
+  }
+
+  private static long nanosToMillis(long ns) {
+    return ns < 0 ? -1 : ns / 1_000_000L;
+  }
+
+  private static CompositeData[] frames(RawThreadInfo raw) {
+    int n = raw.frameFunctions == null ? 0 : raw.frameFunctions.length;
+    CompositeData[] out = new CompositeData[n];
+    for (int i = 0; i < n; i++) {
+      out[i] = frame(raw.frameFunctions[i], raw.frameFiles[i], raw.frameLines[i]);
+    }
+    return out;
+  }
+
+  private static CompositeData frame(String function, String file, int line) {
+    String fn = function == null || function.isEmpty() ? "??" : function;
+    int dot = fn.lastIndexOf('.');
+    boolean vmMethod = dot > 0 && dot < fn.length() - 1;
+    Map<String, Object> v = new HashMap<>();
+    v.put("className", vmMethod ? fn.substring(0, dot) : "<native>");
+    v.put("methodName", vmMethod ? fn.substring(dot + 1) : fn);
+    v.put("fileName", file);
+    v.put("lineNumber", line >= 0 ? line : -2);
+    v.put("nativeMethod", line < 0);
+    v.put("classLoaderName", null);
+    v.put("moduleName", null);
+    v.put("moduleVersion", null);
+    return composite(Types.STACK_FRAME, v);
+  }
+
+  private static CompositeData lock(CompositeType type, RawThreadInfo.RawLock lock) {
+    Map<String, Object> v = new HashMap<>();
+    v.put("className", lock.className);
+    v.put("identityHashCode", lock.identityHash);
+    return composite(type, v);
+  }
+
+  private static CompositeData[] locks(CompositeType type, RawThreadInfo.RawLock[] locks) {
+    if (locks == null) {
+      return new CompositeData[0];
+    }
+    CompositeData[] out = new CompositeData[locks.length];
+    for (int i = 0; i < locks.length; i++) {
+      out[i] = lock(type, locks[i]);
+    }
+    return out;
+  }
+
+  private static CompositeData[] monitors(RawThreadInfo raw, CompositeData[] frames) {
+    if (raw.lockedMonitors == null) {
+      return new CompositeData[0];
+    }
+    CompositeData[] out = new CompositeData[raw.lockedMonitors.length];
+    for (int i = 0; i < out.length; i++) {
+      RawThreadInfo.RawLock m = raw.lockedMonitors[i];
+      // MonitorInfo requires a frame whenever the depth is >= 0; a depth beyond the frames
+      // that were asked for (maxDepth) is reported as unknown, as HotSpot does.
+      boolean known = m.stackDepth >= 0 && m.stackDepth < frames.length;
+      Map<String, Object> v = new HashMap<>();
+      v.put("className", m.className);
+      v.put("identityHashCode", m.identityHash);
+      v.put("lockedStackDepth", known ? m.stackDepth : -1);
+      v.put("lockedStackFrame", known ? frames[m.stackDepth] : null);
+      out[i] = composite(Types.MONITOR_INFO, v);
+    }
+    return out;
+  }
+
+  /** Fills every item of type: known values by name, a neutral value for unknown items. */
+  private static CompositeData composite(CompositeType type, Map<String, Object> values) {
+    Map<String, Object> items = new HashMap<>();
+    for (String key : type.keySet()) {
+      items.put(key, values.containsKey(key) ? values.get(key) : neutral(type.getType(key)));
+    }
+    try {
+      return new CompositeDataSupport(type, items);
+    } catch (OpenDataException e) {
+      throw new IllegalStateException("ThreadInfo mapping does not fit " + type.getTypeName(), e);
+    }
+  }
+
+  private static Object neutral(OpenType<?> type) {
+    if (type.equals(SimpleType.BOOLEAN)) {
+      return Boolean.FALSE;
+    } else if (type.equals(SimpleType.INTEGER)) {
+      return -1;
+    } else if (type.equals(SimpleType.LONG)) {
+      return -1L;
+    } else if (type instanceof ArrayType<?>
+        && ((ArrayType<?>) type).getElementOpenType() instanceof CompositeType) {
+      return new CompositeData[0];
+    }
+    return null;
+  }
+}

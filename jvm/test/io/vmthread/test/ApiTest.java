@@ -1,0 +1,245 @@
+/*
+ * ApiTest: VmThreadMXBean called directly, method by method: values against the runtime's
+ * threads, ThreadInfo contents (state, lock, owner, guest frames from a VM stack walker), and
+ * the exception mapping the ThreadMXBean specification requires: IllegalArgumentException for
+ * id <= 0 or a negative depth, NullPointerException for a null array,
+ * UnsupportedOperationException for what the runtime says it cannot do (each optional
+ * capability is exercised in whichever branch this runtime is in, and that branch is checked).
+ */
+package io.vmthread.test;
+
+import io.vmthread.VmThreadManagement;
+import io.vmthread.VmThreadMXBean;
+import java.lang.management.LockInfo;
+import java.lang.management.MonitorInfo;
+import java.lang.management.ThreadInfo;
+
+final class ApiTest {
+  private ApiTest() {}
+
+  private static final long UNKNOWN = Long.MAX_VALUE;
+
+  static void run() throws Exception {
+    VmThreadMXBean mx = VmThreadManagement.getThreadMXBean();
+    String expectedVersion = System.getProperty("vmthread.expected.version");
+    Check.equal(expectedVersion, mx.getLibraryVersion(), "getLibraryVersion = headers' version");
+    Check.equal(TestNatives.version(), mx.getLibraryVersion(), "one runtime: same library");
+
+    badArguments(mx);
+
+    long workers = TestNatives.startWorkers(2, "interp", false, 0);
+    long pair = TestNatives.startContention();
+    try {
+      long[] ids = TestNatives.workerIds(workers);
+      long[] pairIds = TestNatives.workerIds(pair);
+      threadInfo(mx, ids);
+      stackWalker(mx, ids);
+      contention(mx, pairIds[0], pairIds[1]);
+      cpuTime(mx, ids[0]);
+      allocatedMemory(mx, ids[0]);
+      Check.equal(null, mx.findDeadlockedThreads(), "findDeadlockedThreads: none");
+      Check.equal(null, mx.findMonitorDeadlockedThreads(), "findMonitorDeadlockedThreads: none");
+      String dump = mx.getThreadDump();
+      Check.that(dump.contains("interp-worker-0") && dump.contains("jvm-test-blocked"),
+          "getThreadDump names the runtime's threads");
+    } finally {
+      TestNatives.setStackWalker(false);
+      Check.equal(2, TestNatives.stopWorkers(workers), "interp workers joined");
+      Check.equal(2, TestNatives.stopWorkers(pair), "contention pair joined");
+    }
+    attach(mx);
+  }
+
+  private static void badArguments(VmThreadMXBean mx) {
+    Check.throwsA(IllegalArgumentException.class, () -> mx.getThreadCpuTime(0),
+        "getThreadCpuTime(0)");
+    Check.throwsA(IllegalArgumentException.class, () -> mx.getThreadCpuTime(-7),
+        "getThreadCpuTime(-7)");
+    Check.throwsA(IllegalArgumentException.class, () -> mx.getThreadUserTime(0),
+        "getThreadUserTime(0)");
+    Check.throwsA(IllegalArgumentException.class, () -> mx.getThreadInfo(0),
+        "getThreadInfo(0)");
+    Check.throwsA(IllegalArgumentException.class, () -> mx.getThreadInfo(new long[] {1, -1}),
+        "getThreadInfo({1, -1})");
+    Check.throwsA(IllegalArgumentException.class, () -> mx.getThreadInfo(1, -1),
+        "getThreadInfo(1, maxDepth -1)");
+    Check.throwsA(IllegalArgumentException.class, () -> mx.dumpAllThreads(false, false, -1),
+        "dumpAllThreads(maxDepth -1)");
+    Check.throwsA(IllegalArgumentException.class, () -> mx.getThreadCpuTime(new long[] {1, 0}),
+        "getThreadCpuTime({1, 0})");
+    Check.throwsA(IllegalArgumentException.class, () -> mx.getThreadAllocatedBytes(0),
+        "getThreadAllocatedBytes(0)");
+    Check.throwsA(IllegalArgumentException.class, () -> mx.getThreadCategory(-1),
+        "getThreadCategory(-1)");
+    Check.throwsA(NullPointerException.class, () -> mx.getThreadInfo((long[]) null),
+        "getThreadInfo(null)");
+    Check.throwsA(NullPointerException.class, () -> mx.getThreadCpuTime((long[]) null),
+        "getThreadCpuTime((long[]) null)");
+
+    Check.equal(null, mx.getThreadInfo(UNKNOWN), "getThreadInfo(unknown id) is null");
+    Check.equal(-1L, mx.getThreadCpuTime(UNKNOWN), "getThreadCpuTime(unknown id) is -1");
+    Check.equal(null, mx.getThreadCategory(UNKNOWN), "getThreadCategory(unknown id) is null");
+    Check.equal(0, mx.getThreadInfo(new long[0]).length, "getThreadInfo(empty) is empty");
+  }
+
+  private static void threadInfo(VmThreadMXBean mx, long[] ids) throws Exception {
+    Check.that(Check.eventually(() -> state(mx, ids[0]) == Thread.State.WAITING),
+        "interp-worker-0 reaches WAITING");
+    ThreadInfo info = mx.getThreadInfo(ids[0]);
+    Check.equal(ids[0], info.getThreadId(), "ThreadInfo id");
+    Check.equal("interp-worker-0", info.getThreadName(), "ThreadInfo name");
+    Check.equal("interp", mx.getThreadCategory(ids[0]), "getThreadCategory");
+    Check.that(info.getLockName().startsWith("jvm-test-gate@"),
+        "waiting on the gate monitor: " + info.getLockName());
+    LockInfo lock = info.getLockInfo();
+    Check.that(lock != null && lock.getClassName().equals("vmt.Monitor"),
+        "LockInfo class is vmt.Monitor: " + lock);
+    Check.equal(0, info.getStackTrace().length, "getThreadInfo(id) has no stack trace");
+    Check.that(info.getWaitedCount() >= 1, "waited count counts the wait");
+    Check.that(!info.isSuspended() && !info.isInNative(), "not suspended, not in native");
+    Check.that(info.toString().contains("interp-worker-0"), "ThreadInfo.toString works");
+
+    ThreadInfo[] two = mx.getThreadInfo(new long[] {ids[1], UNKNOWN});
+    Check.that(two.length == 2 && two[0] != null && two[0].getThreadId() == ids[1]
+        && two[1] == null, "getThreadInfo({live, unknown}) = {info, null}");
+
+    boolean listed = false;
+    for (ThreadInfo t : mx.dumpAllThreads(false, false)) {
+      listed |= t.getThreadId() == ids[1];
+    }
+    Check.that(listed, "dumpAllThreads lists interp-worker-1");
+  }
+
+  private static void stackWalker(VmThreadMXBean mx, long[] ids) {
+    TestNatives.setStackWalker(true);
+    StackTraceElement[] st = mx.getThreadInfo(ids[0], 10).getStackTrace();
+    Check.equal(2, st.length, "the VM's walker gives the guest frames");
+    if (st.length == 2) {
+      Check.equal("demo.Interpreter", st[0].getClassName(), "frame 0 class");
+      Check.equal("run", st[0].getMethodName(), "frame 0 method");
+      Check.equal("Interpreter.vm", st[0].getFileName(), "frame 0 file");
+      Check.equal(42, st[0].getLineNumber(), "frame 0 line");
+      Check.that(!st[0].isNativeMethod(), "a guest frame with a line is not native");
+      Check.equal("demo.Main.main(Main.vm:7)", st[1].toString(), "frame 1 as Java prints it");
+    }
+    Check.equal(1, mx.getThreadInfo(ids[0], 1).getStackTrace().length, "maxDepth 1 cuts");
+    TestNatives.setStackWalker(false);
+    Check.equal(0, mx.getThreadInfo(ids[0], 10).getStackTrace().length,
+        "no walker: no frames for another thread");
+  }
+
+  private static void contention(VmThreadMXBean mx, long owner, long blocked) throws Exception {
+    Check.that(Check.eventually(() -> state(mx, blocked) == Thread.State.BLOCKED),
+        "jvm-test-blocked reaches BLOCKED");
+    ThreadInfo b = mx.getThreadInfo(blocked);
+    Check.equal(owner, b.getLockOwnerId(), "the blocked thread names its lock owner's id");
+    Check.equal("jvm-test-owner", b.getLockOwnerName(), "and its name");
+    Check.that(b.getLockName().startsWith("jvm-test-contended@"),
+        "blocked on the contended monitor: " + b.getLockName());
+    Check.that(b.getBlockedCount() >= 1, "blocked count counts the contended enter");
+
+    if (mx.isObjectMonitorUsageSupported()) {
+      MonitorInfo[] held = mx.getThreadInfo(new long[] {owner}, true, false)[0]
+          .getLockedMonitors();
+      boolean found = false;
+      for (MonitorInfo m : held) {
+        found |= m.getIdentityHashCode() == b.getLockInfo().getIdentityHashCode();
+      }
+      Check.that(found, "the owner's locked monitors include the contended one");
+    } else {
+      Check.throwsA(UnsupportedOperationException.class,
+          () -> mx.getThreadInfo(new long[] {owner}, true, false),
+          "lockedMonitors unsupported: getThreadInfo(ids, true, false)");
+      Check.throwsA(UnsupportedOperationException.class, () -> mx.dumpAllThreads(true, false),
+          "lockedMonitors unsupported: dumpAllThreads(true, false)");
+    }
+    if (mx.isSynchronizerUsageSupported()) {
+      Check.equal(0, mx.getThreadInfo(new long[] {owner}, false, true)[0]
+          .getLockedSynchronizers().length, "the owner holds no synchronizer");
+    } else {
+      Check.throwsA(UnsupportedOperationException.class,
+          () -> mx.getThreadInfo(new long[] {owner}, false, true),
+          "synchronizers unsupported: getThreadInfo(ids, false, true)");
+    }
+
+    if (mx.isThreadContentionMonitoringSupported()) {
+      boolean was = mx.isThreadContentionMonitoringEnabled();
+      mx.setThreadContentionMonitoringEnabled(true);
+      Check.that(mx.isThreadContentionMonitoringEnabled(), "contention monitoring enabled");
+      Check.that(mx.getThreadInfo(blocked).getBlockedTime() >= 0,
+          "enabled: blocked time is measured");
+      mx.setThreadContentionMonitoringEnabled(false);
+      Check.equal(-1L, mx.getThreadInfo(blocked).getBlockedTime(), "disabled: blocked time -1");
+      mx.setThreadContentionMonitoringEnabled(was);
+    } else {
+      Check.throwsA(UnsupportedOperationException.class,
+          () -> mx.setThreadContentionMonitoringEnabled(true),
+          "contention monitoring unsupported: set");
+      Check.throwsA(UnsupportedOperationException.class,
+          mx::isThreadContentionMonitoringEnabled, "contention monitoring unsupported: is");
+    }
+  }
+
+  private static void cpuTime(VmThreadMXBean mx, long id) {
+    if (mx.isThreadCpuTimeSupported()) {
+      boolean was = mx.isThreadCpuTimeEnabled();
+      mx.setThreadCpuTimeEnabled(true);
+      Check.that(mx.getThreadCpuTime(id) >= 0, "enabled: CPU time of a live thread >= 0");
+      long user = mx.getThreadUserTime(id);
+      Check.that(user >= 0 && user <= mx.getThreadCpuTime(id), "user time <= total time");
+      mx.setThreadCpuTimeEnabled(false);
+      Check.equal(-1L, mx.getThreadCpuTime(id), "disabled: getThreadCpuTime is -1");
+      Check.equal(-1L, mx.getThreadCpuTime(new long[] {id})[0], "disabled: array form -1");
+      mx.setThreadCpuTimeEnabled(was);
+    } else {
+      Check.throwsA(UnsupportedOperationException.class, () -> mx.getThreadCpuTime(id),
+          "CPU time unsupported: getThreadCpuTime");
+      Check.throwsA(UnsupportedOperationException.class, mx::isThreadCpuTimeEnabled,
+          "CPU time unsupported: isThreadCpuTimeEnabled");
+    }
+  }
+
+  private static void allocatedMemory(VmThreadMXBean mx, long id) {
+    if (mx.isThreadAllocatedMemorySupported()) {
+      mx.setThreadAllocatedMemoryEnabled(true);
+      Check.that(mx.isThreadAllocatedMemoryEnabled(), "allocated memory enabled");
+      Check.that(mx.getThreadAllocatedBytes(id) >= 0, "allocated bytes of a live thread >= 0");
+      Check.equal(-1L, mx.getThreadAllocatedBytes(UNKNOWN), "allocated bytes unknown id -1");
+      Check.that(mx.getTotalThreadAllocatedBytes() >= 0, "total allocated bytes >= 0");
+    } else {
+      // The usual case in a JVM: the JVM's malloc is glibc's, so jemalloc's counters (which
+      // vmthread reads) never move, and the runtime says so.
+      Check.throwsA(UnsupportedOperationException.class, () -> mx.getThreadAllocatedBytes(id),
+          "allocated memory unsupported: getThreadAllocatedBytes");
+      Check.throwsA(UnsupportedOperationException.class,
+          () -> mx.getThreadAllocatedBytes(new long[] {id}),
+          "allocated memory unsupported: getThreadAllocatedBytes(long[])");
+      Check.throwsA(UnsupportedOperationException.class, mx::isThreadAllocatedMemoryEnabled,
+          "allocated memory unsupported: isThreadAllocatedMemoryEnabled");
+      Check.throwsA(UnsupportedOperationException.class,
+          () -> mx.setThreadAllocatedMemoryEnabled(true),
+          "allocated memory unsupported: setThreadAllocatedMemoryEnabled");
+    }
+  }
+
+  /** A Java thread joins the runtime (as a VM's main thread would) and leaves again. */
+  private static void attach(VmThreadMXBean mx) {
+    int before = mx.getThreadCount();
+    long id = TestNatives.attachCurrent("java-main");
+    try {
+      Check.equal(before + 1, mx.getThreadCount(), "an attached Java thread is counted");
+      Check.equal("java", mx.getThreadCategory(id), "with its category");
+      ThreadInfo self = mx.getThreadInfo(id);
+      Check.that(self != null && self.getThreadState() == Thread.State.RUNNABLE,
+          "and is RUNNABLE");
+    } finally {
+      TestNatives.detachCurrent();
+    }
+    Check.equal(before, mx.getThreadCount(), "detach removes it");
+  }
+
+  private static Thread.State state(VmThreadMXBean mx, long id) {
+    ThreadInfo info = mx.getThreadInfo(id);
+    return info == null ? null : info.getThreadState();
+  }
+}

@@ -1,0 +1,43 @@
+/*
+ * TestNatives: the test's own native library (jvm/test/native/vmthread_jni_test.c), standing
+ * for a language runtime that runs vmthread threads inside this JVM, and reading the C API
+ * directly so that JMX answers can be compared with the C side's.
+ */
+package io.vmthread.test;
+
+final class TestNatives {
+  static {
+    System.loadLibrary("vmthread_jni_test");
+  }
+
+  private TestNatives() {}
+
+  /** Starts n threads "category-worker-i" that burn burnNanos of CPU, then wait on a monitor
+   *  "jvm-test-gate"; returns once all are at the gate. */
+  static native long startWorkers(int n, String category, boolean daemon, long burnNanos);
+
+  /** Thread 0 "jvm-test-owner" owns monitor "jvm-test-contended" and waits at the gate;
+   *  thread 1 "jvm-test-blocked" blocks entering it. */
+  static native long startContention();
+
+  static native long[] workerIds(long handle);
+
+  /** vmt_thread_cpu_time(thread i, VMT_CPU_TOTAL): the clock API, not the management API. */
+  static native long workerCpuTime(long handle, int i);
+
+  /** Releases the gate and joins every thread of the group; returns how many joined. */
+  static native int stopWorkers(long handle);
+
+  static native int threadCount();
+  static native int peakThreadCount();
+  static native int daemonThreadCount();
+  static native long totalStartedThreadCount();
+  static native long[] allThreadIds();
+  static native String version();
+
+  static native long attachCurrent(String name);
+  static native void detachCurrent();
+
+  /** A stack walker giving threads of category "interp" two guest frames. */
+  static native void setStackWalker(boolean on);
+}

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# jvm/test/jvm_test.sh: runs vmthread's JMX bridge in a real JVM. It installs the library the
+# way a Java host would ship it (scripts/install-lib into a temporary DESTDIR, the JNI bridge
+# and the test's native library next to libvmthread.so.0), then runs io.vmthread.test.Main,
+# which prints one line per check and the closing "N passed, M failed".
+#
+# Usage (Bazel sh_test, from the runfiles tree):
+#   jvm_test.sh --java-home=DIR [--sanitizer=asan|tsan]
+#   jvm_test.sh --no-jdk              (no JDK was found when Bazel configured the build)
+# Skipped, with the reason printed, without a JDK and under sanitizers: a sanitizer runtime
+# must be the first library of the process, which a JVM launched normally cannot give it.
+set -uo pipefail
+
+java_home="" sanitizer=""
+for arg in "$@"; do
+  case "$arg" in
+    --java-home=*) java_home=${arg#--java-home=} ;;
+    --no-jdk) java_home="" ;;
+    --sanitizer=*) sanitizer=${arg#--sanitizer=} ;;
+    *) echo "jvm_test: unknown argument $arg" >&2; exit 2 ;;
+  esac
+done
+
+skip() {
+  echo "SKIPPED: $*"
+  echo "0 passed, 0 failed, 1 skipped"
+  exit 0
+}
+[ -n "$java_home" ] && [ -x "$java_home/bin/java" ] ||
+  skip "no JDK found (install one, e.g. openjdk-17-jdk-headless, and rebuild)"
+[ -z "$sanitizer" ] ||
+  skip "JVM tests do not run under --config=$sanitizer (the $sanitizer runtime cannot be loaded into a running JVM)"
+
+root=${TEST_TMPDIR:-$(mktemp -d)}
+export TMPDIR=$root
+stage=$root/stage
+prefix=/opt/vmthread-jvm-test
+rm -rf "$stage"
+if ! DESTDIR=$stage PREFIX=$prefix scripts/install-lib --prebuilt . >"$root/install.log" 2>&1; then
+  cat "$root/install.log"
+  echo "FAIL: install-lib"
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+lib=$stage$prefix/lib
+install -m 0755 jvm/libvmthread_jni.so jvm/libvmthread_jni_test.so "$lib/"
+
+version=$(sed -n 's/^#define VMTHREAD_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$/\2/p' \
+  include/vmthread/common.h | paste -sd.)
+
+# libvmthread.so.0 needs libjemalloc.so.2, and Debian's jemalloc uses initial-exec TLS (2632
+# bytes; `readelf -l` shows its TLS segment): loaded by dlopen into a running JVM, glibc has no
+# static TLS left for it ("cannot allocate memory in static TLS block"). A Java host does one
+# of two things (docs/embedding.md), and the tests run both ways:
+#   preload   LD_PRELOAD=libjemalloc.so.2: jemalloc is the JVM's allocator too, so the
+#             per-thread allocated-bytes counters are supported;
+#   tunable   GLIBC_TUNABLES=glibc.rtld.optional_static_tls=4096: room for jemalloc's TLS;
+#             malloc stays glibc's, so allocated bytes are unsupported (UnsupportedOperation).
+jemalloc=$(ldd "$lib/libvmthread.so.$(sed -n 's/^#define VMTHREAD_VERSION_MAJOR \([0-9]*\)$/\1/p' include/vmthread/common.h)" |
+  sed -n 's/.*libjemalloc\.so\.[0-9]* => \([^ ]*\).*/\1/p')
+
+passed=0 failed=0
+run_jvm() {  # run_jvm MODE ENV...
+  local mode=$1 out rc p f
+  shift
+  # -Xcheck:jni makes the JVM validate every JNI call the natives make; its complaints are
+  # warnings, which count as failures here. -XX:-UsePerfData: no hsperfdata files in /tmp.
+  out=$(env "$@" "$java_home/bin/java" -Xcheck:jni -XX:-UsePerfData \
+    -Djava.library.path="$lib" -Dvmthread.expected.version="$version" \
+    -cp jvm/vmthread.jar:jvm/vmthread-tests.jar io.vmthread.test.Main 2>&1)
+  rc=$?
+  sed "s/^/  [$mode] /" <<<"$out"
+  p=$(grep -c '^PASS: ' <<<"$out")
+  f=$(grep -c '^FAIL: ' <<<"$out")
+  passed=$((passed + p))
+  failed=$((failed + f))
+  if grep -q "WARNING in native method\|FATAL ERROR in native method" <<<"$out"; then
+    echo "FAIL: [$mode] -Xcheck:jni reported a JNI misuse"
+    failed=$((failed + 1))
+  fi
+  if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then
+    echo "FAIL: [$mode] the JVM exited with $rc"
+    failed=$((failed + 1))
+  fi
+}
+
+if [ -n "$jemalloc" ]; then
+  run_jvm preload LD_PRELOAD="$jemalloc"
+else
+  echo "FAIL: libvmthread.so does not resolve libjemalloc"
+  failed=$((failed + 1))
+fi
+run_jvm tunable GLIBC_TUNABLES=glibc.rtld.optional_static_tls=4096
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
