@@ -90,7 +90,10 @@ check "the shared library exports symbols" test -n "$dynsyms"
 # What the headers promise: every VMT_EXPORT declaration (one per line, name before "(").
 declared=$(grep -h '^VMT_EXPORT ' include/vmthread.h include/vmthread/*.h |
   sed -E 's/^([^(]*[^A-Za-z0-9_(])([A-Za-z0-9_]+) *\(.*/\2/' | sort)
+missing=$(comm -23 <(echo "$declared") <(echo "$dynsyms") | tr '\n' ' ')
 extra=$(comm -13 <(echo "$declared") <(echo "$dynsyms") | tr '\n' ' ')
+check "every VMT_EXPORT function of the headers is exported${missing:+ (missing: $missing)}" \
+  test -z "$missing"
 check "nothing is exported that the headers do not declare${extra:+ (extra: $extra)}" \
   test -z "$extra"
 check "no vmt__* or vmt_os_* exported (nm -D)" bash -c "! grep -E '^(vmt__|vmt_os_)' <<<'$dynsyms'"

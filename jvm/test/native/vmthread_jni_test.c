@@ -37,6 +37,7 @@ typedef struct group {
   int ready;                 /* guarded by gate */
   int released;              /* guarded by gate */
   int64_t burn_ns;
+  size_t alloc_bytes;
   size_t count;
   vmt_thread_t *threads[];
 } group_t;
@@ -51,6 +52,19 @@ static void burn_cpu(int64_t ns) {
   volatile uint64_t sink = 0;
   while (vmt_current_thread_cpu_time(VMT_CPU_TOTAL) - start < ns)
     for (int i = 0; i < 10000; i++) sink += (uint64_t)i * 2654435761u;
+}
+
+/* Allocates (and frees) bytes in 64 KiB blocks, each written so the allocation cannot be
+ * elided; the per-thread allocated-bytes counter counts them all. */
+static void allocate(size_t bytes) {
+  static char *volatile sink;
+  for (size_t done = 0; done < bytes; done += 65536) {
+    char *p = malloc(65536);
+    if (p == NULL) return;
+    p[0] = p[65535] = 1;
+    sink = p;
+    free(sink);
+  }
 }
 
 static void wait_at_gate(group_t *g) {
@@ -68,6 +82,7 @@ static void *member_main(void *arg) {
   switch (m.role) {
     case ROLE_WORKER:
       burn_cpu(g->burn_ns);
+      allocate(g->alloc_bytes);
       wait_at_gate(g);
       break;
     case ROLE_OWNER:
@@ -143,9 +158,9 @@ static group_t *group_new(JNIEnv *env, size_t count, bool contention) {
 }
 
 NATIVE(jlong, startWorkers)(JNIEnv *env, jclass cls, jint n, jstring jcategory, jboolean daemon,
-                            jlong burn_ns) {
+                            jlong burn_ns, jlong alloc_bytes) {
   (void)cls;
-  if (n <= 0 || jcategory == NULL) {
+  if (n <= 0 || jcategory == NULL || burn_ns < 0 || alloc_bytes < 0) {
     throw_state(env, "startWorkers: bad arguments", EINVAL);
     return 0;
   }
@@ -157,6 +172,7 @@ NATIVE(jlong, startWorkers)(JNIEnv *env, jclass cls, jint n, jstring jcategory, 
     return 0;
   }
   g->burn_ns = burn_ns;
+  g->alloc_bytes = (size_t)alloc_bytes;
   int rc = 0;
   for (jint i = 0; i < n && rc == 0; i++) {
     char name[96];

@@ -18,6 +18,7 @@ final class ApiTest {
   private ApiTest() {}
 
   private static final long UNKNOWN = Long.MAX_VALUE;
+  private static final long ALLOC_BYTES = 1 << 20;  // each interp worker allocates this much
 
   static void run() throws Exception {
     VmThreadMXBean mx = VmThreadManagement.getThreadMXBean();
@@ -27,7 +28,7 @@ final class ApiTest {
 
     badArguments(mx);
 
-    long workers = TestNatives.startWorkers(2, "interp", false, 0);
+    long workers = TestNatives.startWorkers(2, "interp", false, 0, ALLOC_BYTES);
     long pair = TestNatives.startContention();
     try {
       long[] ids = TestNatives.workerIds(workers);
@@ -203,9 +204,14 @@ final class ApiTest {
     if (mx.isThreadAllocatedMemorySupported()) {
       mx.setThreadAllocatedMemoryEnabled(true);
       Check.that(mx.isThreadAllocatedMemoryEnabled(), "allocated memory enabled");
-      Check.that(mx.getThreadAllocatedBytes(id) >= 0, "allocated bytes of a live thread >= 0");
+      long bytes = mx.getThreadAllocatedBytes(id);
+      Check.that(bytes >= ALLOC_BYTES,
+          "allocated bytes count what the worker allocated: " + bytes + " >= " + ALLOC_BYTES);
+      Check.equal(bytes, mx.getThreadAllocatedBytes(new long[] {id})[0],
+          "array form agrees (the worker is parked)");
       Check.equal(-1L, mx.getThreadAllocatedBytes(UNKNOWN), "allocated bytes unknown id -1");
-      Check.that(mx.getTotalThreadAllocatedBytes() >= 0, "total allocated bytes >= 0");
+      Check.that(mx.getTotalThreadAllocatedBytes() >= bytes,
+          "total allocated bytes >= one thread's");
     } else {
       // The usual case in a JVM: the JVM's malloc is glibc's, so jemalloc's counters (which
       // vmthread reads) never move, and the runtime says so.

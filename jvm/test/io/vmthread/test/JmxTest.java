@@ -44,8 +44,8 @@ final class JmxTest {
         "TotalStartedThreadCount = C count before start");
     Check.equal(TestNatives.daemonThreadCount(), daemon0, "DaemonThreadCount = C before start");
 
-    long gc = TestNatives.startWorkers(3, "gc", true, BURN_NS);
-    long jit = TestNatives.startWorkers(2, "jit", false, 0);
+    long gc = TestNatives.startWorkers(3, "gc", true, BURN_NS, 0);
+    long jit = TestNatives.startWorkers(2, "jit", false, 0, 0);
     long[] gcIds = TestNatives.workerIds(gc);
     long[] jitIds = TestNatives.workerIds(jit);
     try {

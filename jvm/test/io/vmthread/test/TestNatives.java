@@ -12,9 +12,10 @@ final class TestNatives {
 
   private TestNatives() {}
 
-  /** Starts n threads "category-worker-i" that burn burnNanos of CPU, then wait on a monitor
-   *  "jvm-test-gate"; returns once all are at the gate. */
-  static native long startWorkers(int n, String category, boolean daemon, long burnNanos);
+  /** Starts n threads "category-worker-i" that burn burnNanos of CPU, allocate (and free)
+   *  allocBytes, then wait on a monitor "jvm-test-gate"; returns once all are at the gate. */
+  static native long startWorkers(int n, String category, boolean daemon, long burnNanos,
+      long allocBytes);
 
   /** Thread 0 "jvm-test-owner" owns monitor "jvm-test-contended" and waits at the gate;
    *  thread 1 "jvm-test-blocked" blocks entering it. */
