@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # jvm/test/jvm_test.sh: runs vmthread's JMX bridge in a real JVM. It installs the library the
-# way a Java host would ship it (scripts/install-lib into a temporary DESTDIR, the JNI bridge
-# and the test's native library next to libvmthread.so.0), then runs io.vmthread.test.Main,
-# which prints one line per check and the closing "N passed, M failed".
+# way a Java host would ship it (scripts/install-lib --with-jvm into a temporary DESTDIR; the
+# test's native library next to libvmthread.so.0, as a host's own runtime library would be),
+# then runs io.vmthread.test.Main, which prints one line per check and "N passed, M failed";
+# this script prints the total over its runs as its own closing line.
 #
 # Usage (Bazel sh_test, from the runfiles tree):
 #   jvm_test.sh --java-home=DIR [--sanitizer=asan|tsan]
@@ -36,14 +37,18 @@ export TMPDIR=$root
 stage=$root/stage
 prefix=/opt/vmthread-jvm-test
 rm -rf "$stage"
-if ! DESTDIR=$stage PREFIX=$prefix scripts/install-lib --prebuilt . >"$root/install.log" 2>&1; then
+if ! DESTDIR=$stage PREFIX=$prefix scripts/install-lib --with-jvm --prebuilt . \
+     >"$root/install.log" 2>&1; then
   cat "$root/install.log"
   echo "FAIL: install-lib"
   echo "0 passed, 1 failed"
   exit 1
 fi
 lib=$stage$prefix/lib
-install -m 0755 jvm/libvmthread_jni.so jvm/libvmthread_jni_test.so "$lib/"
+jar=$stage$prefix/share/java/vmthread.jar
+# The test's "language runtime" goes where a host's own native library would: next to
+# libvmthread.so.0, which it shares with the bridge.
+install -m 0755 jvm/libvmthread_jni_test.so "$lib/"
 
 version=$(sed -n 's/^#define VMTHREAD_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$/\2/p' \
   include/vmthread/common.h | paste -sd.)
@@ -67,7 +72,7 @@ run_jvm() {  # run_jvm MODE ENV...
   # warnings, which count as failures here. -XX:-UsePerfData: no hsperfdata files in /tmp.
   out=$(env "$@" "$java_home/bin/java" -Xcheck:jni -XX:-UsePerfData \
     -Djava.library.path="$lib" -Dvmthread.expected.version="$version" \
-    -cp jvm/vmthread.jar:jvm/vmthread-tests.jar io.vmthread.test.Main 2>&1)
+    -cp "$jar":jvm/vmthread-tests.jar io.vmthread.test.Main 2>&1)
   rc=$?
   sed "s/^/  [$mode] /" <<<"$out"
   p=$(grep -c '^PASS: ' <<<"$out")

@@ -182,6 +182,16 @@ final class ApiTest {
   }
 
   private static void cpuTime(VmThreadMXBean mx, long id) {
+    if (mx.isCurrentThreadCpuTimeSupported()) {
+      // This Java thread is not a runtime thread: current-thread time is the caller's clock.
+      long user = mx.getCurrentThreadUserTime();
+      long cpu = mx.getCurrentThreadCpuTime();
+      Check.that(cpu > 0 && user >= 0 && user <= cpu,
+          "current (Java) thread: 0 <= user " + user + " <= cpu " + cpu);
+    } else {
+      Check.throwsA(UnsupportedOperationException.class, mx::getCurrentThreadCpuTime,
+          "current-thread CPU time unsupported: getCurrentThreadCpuTime");
+    }
     if (mx.isThreadCpuTimeSupported()) {
       boolean was = mx.isThreadCpuTimeEnabled();
       mx.setThreadCpuTimeEnabled(true);
