@@ -2,8 +2,8 @@
  * test/install_program.c: a host VM in miniature, built by test/install_test.sh with plain
  * `cc $(pkg-config --cflags --libs vmthread)` against an installed copy of the library (no
  * Bazel flags, no internal headers). It attaches its main thread, starts one thread with a
- * category, parks it on a monitor, reads it back, then lets it go and joins it. (The checks
- * through the management API join when it lands.) Prints one "ok"/"not ok" line per check and exits 1 if any failed.
+ * category, parks it on a monitor, reads it back through the management API, then lets it go
+ * and joins it. Prints one "ok"/"not ok" line per check and exits 1 if any failed.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -35,6 +35,12 @@ static void *worker(void *arg) {
   return ctx;
 }
 
+static int contains(const int64_t *ids, size_t n, int64_t id) {
+  for (size_t i = 0; i < n; i++)
+    if (ids[i] == id) return 1;
+  return 0;
+}
+
 int main(void) {
   char version[32];
   snprintf(version, sizeof version, "%d.%d.%d", VMTHREAD_VERSION_MAJOR, VMTHREAD_VERSION_MINOR,
@@ -49,6 +55,9 @@ int main(void) {
   vmt_thread_t *self = NULL;
   check(vmt_thread_attach(&main_opts, &self) == 0 && self != NULL, "attach the main thread");
   check(vmt_thread_current() == self, "vmt_thread_current() is the attached record");
+
+  int64_t started_before = vmt_mx_get_total_started_thread_count();
+  int32_t live_before = vmt_mx_get_thread_count();
 
   worker_ctx_t ctx = {0};
   check(vmt_monitor_create(&ctx.mon, "install-test-lock") == 0, "create a monitor");
@@ -68,8 +77,27 @@ int main(void) {
   int64_t id = vmt_thread_id(t);
   check(id > 0, "the thread has a Java-style id");
   check(strcmp(vmt_thread_category(t), "gc") == 0, "the thread has its category");
-  check(vmt_thread_state(t) != VMT_THREAD_NEW && vmt_thread_state(t) != VMT_THREAD_TERMINATED,
-        "the started thread is alive");
+  check(vmt_mx_get_total_started_thread_count() == started_before + 1,
+        "management: total started grew by one");
+  check(vmt_mx_get_thread_count() == live_before + 1, "management: live count grew by one");
+
+  int64_t *ids = NULL;
+  size_t n = 0;
+  check(vmt_mx_get_all_thread_ids(&ids, &n) == 0 && contains(ids, n, id) &&
+            contains(ids, n, vmt_thread_id(self)),
+        "management: all thread ids list the worker and the main thread");
+  vmt_mx_ids_free(ids);
+
+  vmt_thread_info_t *info = NULL;
+  check(vmt_mx_get_thread_info(id, 0, &info) == 0 && info != NULL && info->id == id &&
+            strcmp(info->name, "gc-worker-0") == 0 && strcmp(info->category, "gc") == 0,
+        "management: thread info names the worker and its category");
+  vmt_mx_thread_info_free(info);
+
+  int64_t cpu = -2;
+  check(vmt_mx_get_thread_cpu_time(id, &cpu) == 0 && cpu >= 0,
+        "management: the live worker has a CPU time");
+  check(vmt_mx_get_thread_cpu_time(0, &cpu) == -EINVAL, "management: id 0 is -EINVAL");
 
   vmt_monitor_enter(ctx.mon);
   ctx.released = 1;
@@ -78,6 +106,7 @@ int main(void) {
   void *result = NULL;
   check(vmt_thread_join(t, &result) == 0 && result == &ctx, "join returns the body's result");
   check(vmt_thread_state(t) == VMT_THREAD_TERMINATED, "the joined thread is TERMINATED");
+  check(vmt_mx_get_thread_count() == live_before, "management: live count is back");
   check(vmt_thread_release(t) == 0, "release the creator's reference");
   check(vmt_monitor_destroy(ctx.mon) == 0, "destroy the monitor");
   check(vmt_thread_detach() == 0, "detach the main thread");
