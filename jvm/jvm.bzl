@@ -95,7 +95,7 @@ def vmthread_jvm():
         ]
     native.sh_test(
         name = "jvm_test",
-        size = "medium",
+        size = "small",  # two JVM runs, about 2 s here
         srcs = ["test/jvm_test.sh"],
         args = args + select({
             "//build:asan": ["--sanitizer=asan"],
