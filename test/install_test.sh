@@ -165,4 +165,32 @@ else
   fail "cc with libvmthread.a and pkg-config --static builds the program"
 fi
 
+# ---- a CMake project, as a VM built with CMake would consume it ---------------------------
+if command -v cmake >/dev/null 2>&1; then
+  src=$root/cmake-src
+  mkdir -p "$src"
+  cp test/install_program.c "$src/"
+  cat >"$src/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.13)
+project(vmthread_consumer C)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(VMTHREAD REQUIRED IMPORTED_TARGET vmthread)
+add_executable(program install_program.c)
+set_property(TARGET program PROPERTY C_STANDARD 11)
+target_link_libraries(program PRIVATE PkgConfig::VMTHREAD)
+CMAKE
+  # shellcheck disable=SC2086
+  if CFLAGS="${extra_cflags[*]}" LDFLAGS="${extra_cflags[*]}" \
+       cmake -S "$src" -B "$root/cmake-build" >"$root/cmake.log" 2>&1 &&
+     cmake --build "$root/cmake-build" >>"$root/cmake.log" 2>&1; then
+    pass "a CMake project finds vmthread with pkg_check_modules(IMPORTED_TARGET) and builds"
+    run_program cmake "$root/cmake-build/program"
+  else
+    cat "$root/cmake.log"
+    fail "a CMake project finds vmthread with pkg_check_modules(IMPORTED_TARGET) and builds"
+  fi
+else
+  echo "SKIP: no cmake on this machine: the CMake consumer check did not run"
+fi
+
 finish
