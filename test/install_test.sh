@@ -5,8 +5,9 @@
 #   - checks the layout (soname chain, .a, headers, .pc) and what the .pc records,
 #   - checks the exported ABI: only vmt_* in the dynamic symbol table, no vmt__* / vmt_os_*,
 #     no internal symbol global in the archive, and that a program calling one cannot link,
-#   - builds test/install_program.c against the shared and against the static library and
-#     runs both (each "ok - ..." line it prints is one check).
+#   - builds test/install_program.c against the shared and against the static library, and
+#     as a CMake project (pkg_check_modules; skipped with a message where cmake is absent),
+#     and runs each build (each "ok - ..." line the program prints is one check).
 # Prints one line per check and a closing "N passed, M failed".
 #
 # Usage (Bazel sh_test, run from the runfiles tree): install_test.sh [EXTRA_CFLAGS...]
