@@ -2,7 +2,8 @@
  * JmxTest: the runtime's threads as any JMX client sees them. The bean is registered in the
  * platform MBean server and read only through MBeanServer.getAttribute / invoke by name (and
  * through a standard ThreadMXBean proxy), then compared with what the C side reports through
- * TestNatives, before, while and after five runtime threads run.
+ * TestNatives, before, while and after five runtime threads run; and once more from a remote
+ * JMX client over an RMI connector, as jconsole or VisualVM would connect.
  */
 package io.vmthread.test;
 
@@ -15,7 +16,13 @@ import javax.management.JMX;
 import javax.management.MBeanAttributeInfo;
 import javax.management.MBeanServer;
 import javax.management.ObjectName;
+import javax.management.MBeanServerConnection;
 import javax.management.openmbean.CompositeData;
+import javax.management.remote.JMXConnector;
+import javax.management.remote.JMXConnectorFactory;
+import javax.management.remote.JMXConnectorServer;
+import javax.management.remote.JMXConnectorServerFactory;
+import javax.management.remote.JMXServiceURL;
 
 final class JmxTest {
   private JmxTest() {}
@@ -130,6 +137,8 @@ final class JmxTest {
       ThreadInfo viaProxy = proxy.getThreadInfo(gcIds[1]);
       Check.that(viaProxy != null && "gc-worker-1".equals(viaProxy.getThreadName())
           && viaProxy.isDaemon(), "ThreadMXBean proxy: getThreadInfo(gc-worker-1)");
+
+      remote(server, name, jitIds[1]);
     } finally {
       Check.equal(3, TestNatives.stopWorkers(gc), "the 3 gc threads joined");
       Check.equal(2, TestNatives.stopWorkers(jit), "the 2 jit threads joined");
@@ -159,6 +168,28 @@ final class JmxTest {
 
     VmThreadManagement.unregister();
     Check.that(!server.isRegistered(name), "unregister removes the bean");
+  }
+
+  /** A remote JMX client: an RMI connector on the loopback interface, a fresh connection. */
+  private static void remote(MBeanServer server, ObjectName name, long jitId) throws Exception {
+    JMXConnectorServer cs = JMXConnectorServerFactory.newJMXConnectorServer(
+        new JMXServiceURL("service:jmx:rmi://127.0.0.1"), null, server);
+    cs.start();
+    try (JMXConnector client = JMXConnectorFactory.connect(cs.getAddress())) {
+      MBeanServerConnection conn = client.getMBeanServerConnection();
+      Check.equal(TestNatives.threadCount(), conn.getAttribute(name, "ThreadCount"),
+          "remote JMX: ThreadCount = C count");
+      long[] ids = (long[]) conn.getAttribute(name, "AllThreadIds");
+      Check.that(Check.contains(ids, jitId), "remote JMX: AllThreadIds lists jit-worker-1");
+      ThreadMXBean proxy = JMX.newMXBeanProxy(conn, name, ThreadMXBean.class);
+      ThreadInfo info = proxy.getThreadInfo(jitId);
+      Check.that(info != null && "jit-worker-1".equals(info.getThreadName()),
+          "remote JMX: ThreadMXBean proxy getThreadInfo(jit-worker-1)");
+      Check.that(proxy.getThreadCpuTime(jitId) >= 0,
+          "remote JMX: getThreadCpuTime of a live thread >= 0");
+    } finally {
+      cs.stop();
+    }
   }
 
   private static Thread.State threadState(MBeanServer server, ObjectName name, long id) {
