@@ -44,3 +44,11 @@ void vmt_os_futex_wake(_Atomic uint32_t *word, int32_t count) {
   if (count <= 0) return;
   syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, count, NULL, NULL, 0);
 }
+
+int vmt_os_futex_requeue(_Atomic uint32_t *from, uint32_t expected, _Atomic uint32_t *to,
+                         int32_t count) {
+  /* nr_requeue travels in the timeout argument's slot (futex(2)). */
+  long rc = syscall(SYS_futex, (uint32_t *)from, FUTEX_CMP_REQUEUE | FUTEX_PRIVATE_FLAG, 0,
+                    (void *)(uintptr_t)count, (uint32_t *)to, expected);
+  return rc < 0 ? -errno : 0;
+}

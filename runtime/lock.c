@@ -179,8 +179,8 @@ void vmt__held_remove_slow(vmt_thread_t *t, struct vmt__lock *l) {
   if (t != NULL) held_unlink(&vmt__anchor.seq, &vmt__anchor.held_head, l);
 }
 
-int vmt__lock_acquire_contended(struct vmt__lock *l, int64_t deadline_ns) {
-  for (int i = 0; i < VMT__SPIN_ITERATIONS; i++) {
+int vmt__lock_acquire_contended(struct vmt__lock *l, int64_t deadline_ns, bool slept) {
+  for (int i = 0; !slept && i < VMT__SPIN_ITERATIONS; i++) {
     if (atomic_load_explicit(&l->state, memory_order_relaxed) == VMT__LOCK_FREE &&
         vmt__lock_try_acquire(l))
       return 0;
@@ -198,12 +198,13 @@ int vmt__lock_acquire_contended(struct vmt__lock *l, int64_t deadline_ns) {
 }
 
 int vmt__lock_enter_contended(struct vmt__lock *l, vmt_thread_t *t, uintptr_t me,
-                              vmt__episode_kind_t kind, int64_t deadline_ns, bool count_enter) {
+                              vmt__episode_kind_t kind, int64_t deadline_ns, bool count_enter,
+                              bool slept) {
   atomic_fetch_add_explicit(&l->contended_enters, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&l->entry_waiters, 1, memory_order_relaxed);
   vmt__episode_t ep;
   vmt__episode_begin(t, &ep, kind, l, deadline_ns != VMT_OS_NO_DEADLINE);
-  int rc = vmt__lock_acquire_contended(l, deadline_ns);
+  int rc = vmt__lock_acquire_contended(l, deadline_ns, slept);
   if (rc == 0) {
     atomic_store_explicit(&l->owner, me, memory_order_relaxed);
     if (count_enter) vmt__lock_count_enter(l);

@@ -171,8 +171,10 @@ static inline bool vmt__lock_try_acquire(struct vmt__lock *l) {
                                                  memory_order_acquire, memory_order_relaxed);
 }
 /* Acquires after a failed try; 0, or -ETIMEDOUT once deadline (CLOCK_MONOTONIC ns, or
- * VMT_OS_NO_DEADLINE) has passed. */
-int vmt__lock_acquire_contended(struct vmt__lock *l, int64_t deadline_ns);
+ * VMT_OS_NO_DEADLINE) has passed. A thread that has slept on the lock word (slept: a notified
+ * waiter, requeued there) must acquire with CONTENDED, never with a plain LOCKED: others may
+ * still sleep on the word, and only CONTENDED makes the next exit wake one of them. */
+int vmt__lock_acquire_contended(struct vmt__lock *l, int64_t deadline_ns, bool slept);
 static inline void vmt__lock_release(struct vmt__lock *l) {
   atomic_store_explicit(&l->owner, 0, memory_order_relaxed);
   if (atomic_exchange_explicit(&l->state, VMT__LOCK_FREE, memory_order_release) ==
@@ -218,9 +220,10 @@ int64_t vmt__episode_end(vmt_thread_t *t, vmt__episode_t *ep, struct vmt__lock *
 /* The contended acquisition, whole: counts it, publishes the episode (kind VMT__EP_ENTER for a
  * monitor, VMT__EP_SYNC for a synchronizer), acquires before the deadline, takes ownership as
  * me and pushes l on t's held list. count_enter is false for the re-entry after a wait, which
- * is no new enter. 0 or -ETIMEDOUT. */
+ * is no new enter; slept as for vmt__lock_acquire_contended. 0 or -ETIMEDOUT. */
 int vmt__lock_enter_contended(struct vmt__lock *l, vmt_thread_t *t, uintptr_t me,
-                              vmt__episode_kind_t kind, int64_t deadline_ns, bool count_enter);
+                              vmt__episode_kind_t kind, int64_t deadline_ns, bool count_enter,
+                              bool slept);
 
 /* ---- Contention monitoring (contention.c) --------------------------------------------- *
  * One word: odd = enabled. Each enable starts a new epoch; times recorded under an older

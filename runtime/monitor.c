@@ -47,7 +47,7 @@ static __attribute__((noinline)) int enter_slow(struct vmt__lock *l, vmt_thread_
   /* Owned by us under our other identity (we attached or detached since). */
   if (vmt__token_is_self(atomic_load_explicit(&l->owner, memory_order_relaxed), t))
     return enter_recursive(l);
-  return vmt__lock_enter_contended(l, t, me, VMT__EP_ENTER, VMT_OS_NO_DEADLINE, true);
+  return vmt__lock_enter_contended(l, t, me, VMT__EP_ENTER, VMT_OS_NO_DEADLINE, true, false);
 }
 
 int vmt_monitor_enter(vmt_monitor_t *m) {

@@ -103,6 +103,11 @@ const char *vmt_os_elapsed_source_reason(void);
 int vmt_os_futex_wait(_Atomic uint32_t *word, uint32_t expected, int64_t deadline_ns);
 /* Wakes up to count waiters (INT32_MAX: all). Never fails on a valid address. */
 void vmt_os_futex_wake(_Atomic uint32_t *word, int32_t count);
+/* Moves up to count waiters of from (only if *from == expected) to wait on to, waking none
+ * (FUTEX_CMP_REQUEUE): a notified monitor waiter then sleeps on the lock word until the
+ * notifier releases the monitor, instead of waking to find it still held. 0 or -EAGAIN. */
+int vmt_os_futex_requeue(_Atomic uint32_t *from, uint32_t expected, _Atomic uint32_t *to,
+                         int32_t count);
 
 /* ---- Capabilities ---------------------------------------------------------------------- */
 typedef struct vmt_os_caps {
