@@ -1,0 +1,271 @@
+/*
+ * test/exhaustion_linux_test.c: starting threads until the OS refuses, in a child process so
+ * the machine stays safe, three ways:
+ *
+ *  - pid_max: the child is pid 1 of a new PID namespace whose pid_max is 400 (per-namespace
+ *    pid_max, Linux 6.14; needs CAP_SYS_ADMIN). Every thread takes a pid, so clone fails with
+ *    EAGAIN after ~395 threads, whatever the user.
+ *  - RLIMIT_NPROC: root ignores it (the kernel skips the check with CAP_SYS_RESOURCE or
+ *    CAP_SYS_ADMIN, kernel/fork.c), so the child sets it to 64 and then becomes `nobody`.
+ *  - RLIMIT_AS: address space for 16 MiB stacks runs out (mmap ENOMEM, which glibc's
+ *    pthread_create reports as EAGAIN; a record allocation that fails first gives ENOMEM).
+ *    Not under ASan/TSan: their shadow memory reserves terabytes of address space.
+ *
+ * At the limit: the failed start returns -EAGAIN or -ENOMEM, leaves *out NULL and changes no
+ * counter; attaching the calling thread, monitors, the management API and a dump still work;
+ * the SIGQUIT dump (which needs a thread) fails cleanly; once the threads end, starting works
+ * again and the counts are back where they were. Each role runs in a fresh image of this
+ * binary (fork, then exec), which then lowers its own limit. Public API only.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "test/reliability.h"
+#include "vmthread.h"
+
+enum { MAX_THREADS = 4000 };
+enum { ROLE_OK = 0, ROLE_SETUP_FAILED = 3, ROLE_NEVER_REFUSED = 4, ROLE_NO_OTHER_USER = 5 };
+/* Exit codes 10.. name the check that failed (CHECK). */
+
+static void *park_body(void *arg) {
+  (void)arg;
+  while (vmt_park(0) != 0) {
+  }
+  return NULL;
+}
+
+static vmt_thread_t *threads[MAX_THREADS];
+
+#define CHECK(code, cond)                                                                    \
+  do {                                                                                       \
+    if (!(cond)) {                                                                           \
+      fprintf(stderr, "exhaustion check %d failed: %s\n", code, #cond);                     \
+      return code;                                                                           \
+    }                                                                                        \
+  } while (0)
+
+/* Runs in the child, after its limit is set. Exit code: ROLE_OK or the failed check. */
+static int exhaust(const char *how, size_t stack_size) {
+  vmt_thread_options_t o = {.flags = stack_size ? VMT_THREAD_OPT_STACK_SIZE : 0u,
+                            .stack_size = stack_size};
+  int32_t live0 = vmt_mx_get_thread_count();
+  int64_t total0 = vmt_mx_get_total_started_thread_count();
+  int n = 0, rc = 0;
+  for (; n < MAX_THREADS; n++) {
+    vmt_thread_t *t = (vmt_thread_t *)1;
+    rc = vmt_thread_start_ex(&t, &o, park_body, NULL);
+    if (rc != 0) {
+      CHECK(10, t == NULL);
+      break;
+    }
+    threads[n] = t;
+  }
+  if (n == MAX_THREADS) return ROLE_NEVER_REFUSED;
+  CHECK(11, rc == -EAGAIN || rc == -ENOMEM);
+  CHECK(12, vmt_mx_get_thread_count() == live0 + n);
+  CHECK(13, vmt_mx_get_total_started_thread_count() == total0 + n);
+
+  /* Still refused, still nothing counted. */
+  int refusals = 1;
+  for (int k = 0; k < 3; k++) {
+    vmt_thread_t *t = NULL;
+    int again = vmt_thread_start(&t, park_body, NULL);
+    if (again == 0) {   /* a slot came free (a sanitizer's helper thread ended): use it */
+      threads[n++] = t;
+      continue;
+    }
+    CHECK(14, again == -EAGAIN || again == -ENOMEM);
+    refusals++;
+  }
+  CHECK(15, vmt_mx_get_thread_count() == live0 + n);
+  CHECK(16, vmt_mx_get_total_started_thread_count() == total0 + n);
+
+  /* What needs no new thread keeps working (or reports ENOMEM when memory is the limit). */
+  vmt_thread_t *me = NULL;
+  int arc = vmt_thread_attach(NULL, &me);
+  CHECK(17, arc == 0 || arc == -ENOMEM);
+  vmt_monitor_t *m = NULL;
+  int mrc = vmt_monitor_create(&m, "at-the-limit");
+  CHECK(18, mrc == 0 || mrc == -ENOMEM);
+  if (mrc == 0) {
+    CHECK(19, vmt_monitor_enter(m) == 0 && vmt_monitor_exit(m) == 0 && vmt_monitor_destroy(m) == 0);
+  }
+  char *dump = NULL;
+  size_t len = 0;
+  int drc = vmt_mx_thread_dump_to_string(&dump, &len);
+  CHECK(20, drc == 0 || drc == -ENOMEM);
+  if (drc == 0) CHECK(21, len > 0 && strstr(dump, "vmt-thread-") != NULL);
+  free(dump);
+  int64_t *ids = NULL;
+  size_t count = 0;
+  int irc = vmt_mx_get_all_thread_ids(&ids, &count);
+  CHECK(22, irc == 0 || irc == -ENOMEM);
+  if (irc == 0) CHECK(23, count == (size_t)(live0 + n + (arc == 0 ? 1 : 0)));
+  vmt_mx_ids_free(ids);
+  if (arc == 0) CHECK(24, vmt_thread_detach() == 0);
+
+  /* The SIGQUIT dump needs a thread of its own: a clean error, the old disposition kept. */
+  struct sigaction before, after;
+  sigaction(SIGQUIT, NULL, &before);
+  FILE *sink = fopen("/dev/null", "w");
+  int src = vmt_mx_enable_sigquit_dump(sink);
+  CHECK(25, src == 0 || src == -EAGAIN || src == -ENOMEM);
+  if (src == 0) {
+    vmt_mx_disable_sigquit_dump();
+  } else {
+    sigaction(SIGQUIT, NULL, &after);
+    CHECK(26, after.sa_handler == before.sa_handler);
+  }
+  if (sink) fclose(sink);
+
+  /* Let them all go; the runtime is as before and starts threads again. */
+  for (int i = 0; i < n; i++) vmt_unpark(threads[i]);
+  for (int i = 0; i < n; i++) {
+    CHECK(27, vmt_thread_join(threads[i], NULL) == 0);
+    CHECK(28, vmt_thread_release(threads[i]) == 0);
+  }
+  CHECK(29, vmt_mx_get_thread_count() == live0);
+  for (int i = 0; i < 8; i++) {
+    vmt_thread_t *t;
+    CHECK(30, vmt_thread_start(&t, park_body, NULL) == 0);
+    vmt_unpark(t);
+    CHECK(31, vmt_thread_join(t, NULL) == 0 && vmt_thread_release(t) == 0);
+  }
+  CHECK(32, vmt_mx_get_thread_count() == live0);
+
+  rel_figure_text("exhaustion", how, "threads_before_refusal=%d refusal=%s refusals=%d "
+                  "sigquit_dump=%s",
+                  n, rc == -EAGAIN ? "EAGAIN" : "ENOMEM", refusals,
+                  src == 0 ? "started" : src == -EAGAIN ? "EAGAIN" : "ENOMEM");
+  return ROLE_OK;
+}
+
+static int write_sysctl(const char *path, long v) {
+  FILE *f = fopen(path, "w");
+  if (f == NULL) return -errno;
+  fprintf(f, "%ld", v);
+  return fclose(f) == 0 ? 0 : -errno;
+}
+
+/* Reads this process's address-space size (VmSize) in bytes, or 0. */
+static size_t vm_size(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  if (f == NULL) return 0;
+  char line[256];
+  size_t kb = 0;
+  while (fgets(line, sizeof(line), f))
+    if (sscanf(line, "VmSize: %zu kB", &kb) == 1) break;
+  fclose(f);
+  return kb * 1024;
+}
+
+static int role_main(const char *role) {
+  if (strcmp(role, "pid_max") == 0) {
+    if (write_sysctl("/proc/sys/kernel/pid_max", 400) != 0) return ROLE_SETUP_FAILED;
+    return exhaust("pid_max_400_in_a_pid_namespace", 64 * 1024);
+  }
+  if (strcmp(role, "nproc") == 0) {
+    struct rlimit rl = {64, 64};
+    if (setrlimit(RLIMIT_NPROC, &rl) != 0) return ROLE_SETUP_FAILED;
+    if (setgid(65534) != 0 || setuid(65534) != 0) return ROLE_NO_OTHER_USER;
+    return exhaust("rlimit_nproc_64_as_nobody", 64 * 1024);
+  }
+  if (strcmp(role, "as") == 0) {
+    size_t cur = vm_size();
+    if (cur == 0) return ROLE_SETUP_FAILED;
+    struct rlimit rl = {cur + 512 * 1024 * 1024, cur + 512 * 1024 * 1024};
+    if (setrlimit(RLIMIT_AS, &rl) != 0) return ROLE_SETUP_FAILED;
+    return exhaust("rlimit_as_plus_512_mib_16_mib_stacks", 16 * 1024 * 1024);
+  }
+  return ROLE_SETUP_FAILED;
+}
+
+static char **self_argv;
+
+/* Forks; the child (optionally in a new PID namespace) runs this binary again in `role`. */
+static int run_role(const char *role, bool new_pid_namespace) {
+  pid_t outer = fork();
+  if (outer < 0) return -1;
+  if (outer == 0) {
+    if (new_pid_namespace && unshare(CLONE_NEWPID) != 0) _exit(100 + errno);
+    pid_t inner = fork();
+    if (inner < 0) _exit(2);
+    if (inner == 0) {
+      setenv("VMT_EXHAUSTION_ROLE", role, 1);
+      execv("/proc/self/exe", self_argv);
+      _exit(2);
+    }
+    int st;
+    if (waitpid(inner, &st, 0) != inner) _exit(2);
+    _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+  }
+  int status;
+  if (waitpid(outer, &status, 0) != outer || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
+static void pid_namespace_limit(void **state) {
+  (void)state;
+  int code = run_role("pid_max", true);
+  if (code >= 100 && code < 128) {
+    printf("skip: unshare(CLONE_NEWPID) failed (%s): needs CAP_SYS_ADMIN\n", strerror(code - 100));
+    skip();
+  }
+  if (code == ROLE_SETUP_FAILED) {
+    printf("skip: no per-namespace pid_max here (Linux >= 6.14)\n");
+    skip();
+  }
+  assert_int_equal(code, ROLE_OK);
+}
+
+static void nproc_limit(void **state) {
+  (void)state;
+  if (geteuid() != 0) {
+    /* Without root the test cannot become a user with no processes of its own. */
+    printf("skip: lowering RLIMIT_NPROC safely needs root (to switch to an unused user)\n");
+    skip();
+  }
+  int code = run_role("nproc", false);
+  if (code == ROLE_NO_OTHER_USER) {
+    printf("skip: user 65534 is not mapped in this user namespace (a sandbox?)\n");
+    skip();
+  }
+  assert_int_equal(code, ROLE_OK);
+}
+
+static void address_space_limit(void **state) {
+  (void)state;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  printf("skip: the sanitizer's shadow memory needs an unlimited address space\n");
+  skip();
+#else
+  assert_int_equal(run_role("as", false), ROLE_OK);
+#endif
+}
+
+int main(int argc, char **argv) {
+  (void)argc;
+  self_argv = argv;
+  const char *role = getenv("VMT_EXHAUSTION_ROLE");
+  if (role) return role_main(role);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(pid_namespace_limit),
+      cmocka_unit_test(nproc_limit),
+      cmocka_unit_test(address_space_limit),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
