@@ -19,32 +19,7 @@
 #include <cmocka.h>
 
 #include "runtime/thread_impl.h"
-
-typedef struct gate {
-  pthread_mutex_t lock;
-  pthread_cond_t cond;
-  bool open;
-} gate_t;
-
-static void gate_init(gate_t *g) {
-  pthread_mutex_init(&g->lock, NULL);
-  pthread_cond_init(&g->cond, NULL);
-  g->open = false;
-}
-static void gate_open(gate_t *g) {
-  pthread_mutex_lock(&g->lock);
-  g->open = true;
-  pthread_cond_broadcast(&g->cond);
-  pthread_mutex_unlock(&g->lock);
-}
-static void *wait_for_gate(void *arg) {
-  gate_t *g = arg;
-  pthread_mutex_lock(&g->lock);
-  while (!g->open) pthread_cond_wait(&g->cond, &g->lock);
-  pthread_mutex_unlock(&g->lock);
-  return NULL;
-}
-static void *return_arg(void *arg) { return arg; }
+#include "test/thread_util.h"
 
 static vmt__counts_t counts(void) {
   vmt__counts_t c;
@@ -77,15 +52,15 @@ static int teardown(void **state) {
 static void counters_are_exact_through_starts_and_exits(void **state) {
   (void)state;
   vmt__counts_t c0 = counts();
-  gate_t g;
-  gate_init(&g);
+  latch_t g;
+  latch_init(&g);
   enum { N = 5 };
   vmt_thread_t *t[N];
   for (int i = 0; i < N; i++) {
     vmt_thread_options_t o = {.flags = VMT_THREAD_OPT_DAEMON | VMT_THREAD_OPT_CATEGORY,
                               .daemon = i % 2 == 0,
                               .category = "counted"};
-    assert_int_equal(vmt_thread_start_ex(&t[i], &o, wait_for_gate, &g), 0);
+    assert_int_equal(vmt_thread_start_ex(&t[i], &o, wait_for_latch, &g), 0);
     vmt__counts_t c = counts();
     /* Counted the moment start returns, whether or not the child ran. */
     assert_int_equal(c.live, c0.live + i + 1);
@@ -100,7 +75,7 @@ static void counters_are_exact_through_starts_and_exits(void **state) {
     vmt__registry_release(s);
   }
   assert_int_equal(counts().peak, c0.live + N > c0.peak ? c0.live + N : c0.peak);
-  gate_open(&g);
+  latch_open(&g);
   for (int i = 0; i < N; i++) {
     /* join returns only after the bookkeeping: the counters have moved already. */
     assert_int_equal(vmt_thread_join(t[i], NULL), 0);
@@ -121,11 +96,11 @@ static void counters_are_exact_through_starts_and_exits(void **state) {
   assert_int_equal(counts().peak, c0.live);
   /* A new start raises the peak from the reset value. */
   vmt_thread_t *u;
-  gate_t g2;
-  gate_init(&g2);
-  assert_int_equal(vmt_thread_start(&u, wait_for_gate, &g2), 0);
+  latch_t g2;
+  latch_init(&g2);
+  assert_int_equal(vmt_thread_start(&u, wait_for_latch, &g2), 0);
   assert_int_equal(counts().peak, c0.live + 1);
-  gate_open(&g2);
+  latch_open(&g2);
   assert_int_equal(vmt_thread_join(u, NULL), 0);
   assert_int_equal(counts().peak, c0.live + 1);
   for (int i = 0; i < N; i++) vmt_thread_release(t[i]);
@@ -163,10 +138,10 @@ static void attach_counts_once(void **state) {
 static void internal_threads_are_neither_counted_nor_listed(void **state) {
   (void)state;
   vmt__counts_t c0 = counts();
-  gate_t g;
-  gate_init(&g);
+  latch_t g;
+  latch_init(&g);
   vmt_thread_t *t;
-  assert_int_equal(vmt__thread_start_internal(&t, "vmt-dump", wait_for_gate, &g), 0);
+  assert_int_equal(vmt__thread_start_internal(&t, "vmt-dump", wait_for_latch, &g), 0);
   vmt__counts_t c = counts();
   assert_int_equal(c.live, c0.live);
   assert_int_equal(c.total_started, c0.total_started);
@@ -175,7 +150,7 @@ static void internal_threads_are_neither_counted_nor_listed(void **state) {
   assert_ptr_equal(found, t);          /* in the snapshot ... */
   assert_false(vmt__thread_is_listed(found));  /* ... but never listed */
   vmt__registry_release(s);
-  gate_open(&g);
+  latch_open(&g);
   assert_int_equal(vmt_thread_join(t, NULL), 0);
   assert_int_equal(counts().total_started, c0.total_started);
   vmt_thread_release(t);
@@ -221,16 +196,16 @@ static void allocation_failures_leave_nothing_behind(void **state) {
     vmt_thread_options_t o = {.flags = VMT_THREAD_OPT_CATEGORY, .category = "fresh-category"};
     if (skip > 0) o.flags = 0;  /* only the first round asks for a new category */
     vmt_thread_t *t;
-    gate_t g;  /* keeps a started child from reaching its exit path while the seam is armed */
-    gate_init(&g);
-    int rc = vmt_thread_start_ex(&t, &o, wait_for_gate, &g);
+    latch_t g;  /* keeps a started child from reaching its exit path while the seam is armed */
+    latch_init(&g);
+    int rc = vmt_thread_start_ex(&t, &o, wait_for_latch, &g);
     bool injected = vmt__fault_injected(VMT__FAULT_ALLOC) == 1;
     vmt__fault_disarm_all();
     if (rc == 0) {
       assert_false(injected);  /* every allocation of a start is behind the seam */
       assert_true(skip >= 3);  /* record, name, snapshot at least */
       succeeded = true;
-      gate_open(&g);
+      latch_open(&g);
       assert_int_equal(vmt_thread_join(t, NULL), 0);
       vmt_thread_release(t);
       break;
@@ -286,10 +261,10 @@ static void many_exits_compact_without_a_start(void **state) {
   (void)state;
   enum { N = 200 };
   static vmt_thread_t *t[N];
-  gate_t g;
-  gate_init(&g);
-  for (int i = 0; i < N; i++) assert_int_equal(vmt_thread_start(&t[i], wait_for_gate, &g), 0);
-  gate_open(&g);
+  latch_t g;
+  latch_init(&g);
+  for (int i = 0; i < N; i++) assert_int_equal(vmt_thread_start(&t[i], wait_for_latch, &g), 0);
+  latch_open(&g);
   for (int i = 0; i < N; i++) assert_int_equal(vmt_thread_join(t[i], NULL), 0);
   /* Exits alone rebuilt the snapshot once tombstones outnumbered live entries 2:1. */
   const vmt__snapshot_t *s = vmt__registry_acquire();
@@ -306,13 +281,13 @@ static void many_exits_compact_without_a_start(void **state) {
 static void a_protected_snapshot_keeps_its_records(void **state) {
   (void)state;
   vmt_thread_t *t;
-  gate_t g;
-  gate_init(&g);
-  assert_int_equal(vmt_thread_start(&t, wait_for_gate, &g), 0);
+  latch_t g;
+  latch_init(&g);
+  assert_int_equal(vmt_thread_start(&t, wait_for_latch, &g), 0);
   int64_t id = vmt_thread_id(t);
   const vmt__snapshot_t *held = vmt__registry_acquire();
   assert_ptr_equal(vmt__snapshot_find(held, id), t);
-  gate_open(&g);
+  latch_open(&g);
   assert_int_equal(vmt_thread_join(t, NULL), 0);
   assert_int_equal(vmt_thread_release(t), 0);
   vmt__registry_reclaim();
@@ -336,9 +311,9 @@ static void snapshots_nest_and_stay_sorted(void **state) {
   (void)state;
   enum { N = 8 };
   vmt_thread_t *t[N];
-  gate_t g;
-  gate_init(&g);
-  for (int i = 0; i < N; i++) assert_int_equal(vmt_thread_start(&t[i], wait_for_gate, &g), 0);
+  latch_t g;
+  latch_init(&g);
+  for (int i = 0; i < N; i++) assert_int_equal(vmt_thread_start(&t[i], wait_for_latch, &g), 0);
   const vmt__snapshot_t *s[VMT__HAZARDS_PER_THREAD];
   for (int i = 0; i < VMT__HAZARDS_PER_THREAD; i++) {
     s[i] = vmt__registry_acquire();
@@ -350,7 +325,7 @@ static void snapshots_nest_and_stay_sorted(void **state) {
   assert_null(vmt__snapshot_find(s[0], 0));
   assert_null(vmt__snapshot_find(s[0], INT64_MAX));
   for (int i = VMT__HAZARDS_PER_THREAD - 1; i >= 0; i--) vmt__registry_release(s[i]);
-  gate_open(&g);
+  latch_open(&g);
   for (int i = 0; i < N; i++) {
     assert_int_equal(vmt_thread_join(t[i], NULL), 0);
     vmt_thread_release(t[i]);
@@ -387,13 +362,13 @@ static void utf8_validation(void **state) {
 static _Atomic int arrived;
 static void *arrive_then_wait(void *arg) {
   atomic_fetch_add(&arrived, 1);
-  return wait_for_gate(arg);
+  return wait_for_latch(arg);
 }
 
 static void fork_child_keeps_only_the_forking_thread(void **state) {
   (void)state;
-  gate_t g;
-  gate_init(&g);
+  latch_t g;
+  latch_init(&g);
   enum { N = 3 };
   vmt_thread_t *t[N];
   for (int i = 0; i < N; i++)
@@ -445,7 +420,7 @@ static void fork_child_keeps_only_the_forking_thread(void **state) {
   assert_int_equal(vmt_thread_state(t[0]), VMT_THREAD_RUNNABLE);
   assert_int_equal(vmt_thread_join(ended, NULL), 0);
   vmt_thread_release(ended);
-  gate_open(&g);
+  latch_open(&g);
   for (int i = 0; i < N; i++) {
     assert_int_equal(vmt_thread_join(t[i], NULL), 0);
     vmt_thread_release(t[i]);

@@ -16,37 +16,8 @@
 
 #include <cmocka.h>
 
+#include "test/thread_util.h"
 #include "vmthread.h"
-
-/* ---- helpers --------------------------------------------------------------------------- */
-typedef struct gate {
-  pthread_mutex_t lock;
-  pthread_cond_t cond;
-  bool open;
-} gate_t;
-
-static void gate_init(gate_t *g) {
-  pthread_mutex_init(&g->lock, NULL);
-  pthread_cond_init(&g->cond, NULL);
-  g->open = false;
-}
-static void gate_open(gate_t *g) {
-  pthread_mutex_lock(&g->lock);
-  g->open = true;
-  pthread_cond_broadcast(&g->cond);
-  pthread_mutex_unlock(&g->lock);
-}
-static void gate_wait(gate_t *g) {
-  pthread_mutex_lock(&g->lock);
-  while (!g->open) pthread_cond_wait(&g->cond, &g->lock);
-  pthread_mutex_unlock(&g->lock);
-}
-static void gate_destroy(gate_t *g) {
-  pthread_mutex_destroy(&g->lock);
-  pthread_cond_destroy(&g->cond);
-}
-
-static void *return_arg(void *arg) { return arg; }
 
 /* ---- start / join ---------------------------------------------------------------------- */
 static void start_join_returns_the_result(void **state) {
@@ -96,13 +67,13 @@ static void bad_arguments_are_refused(void **state) {
 
 /* ---- tid ------------------------------------------------------------------------------- */
 typedef struct tid_probe {
-  gate_t go;
+  latch_t go;
   pid_t seen;
 } tid_probe_t;
 
 static void *report_tid_after_gate(void *arg) {
   tid_probe_t *p = arg;
-  gate_wait(&p->go);
+  latch_wait(&p->go);
   p->seen = (pid_t)syscall(SYS_gettid);
   return NULL;
 }
@@ -110,7 +81,7 @@ static void *report_tid_after_gate(void *arg) {
 static void tid_is_known_before_the_child_runs(void **state) {
   (void)state;
   tid_probe_t p;
-  gate_init(&p.go);
+  latch_init(&p.go);
   vmt_thread_t *t;
   assert_int_equal(vmt_thread_start(&t, report_tid_after_gate, &p), 0);
   /* The child is parked before it could report anything; the tid must already be right. */
@@ -120,12 +91,12 @@ static void tid_is_known_before_the_child_runs(void **state) {
   char path[64];
   snprintf(path, sizeof(path), "/proc/self/task/%d", (int)tid);
   assert_int_equal(access(path, F_OK), 0);
-  gate_open(&p.go);
+  latch_open(&p.go);
   assert_int_equal(vmt_thread_join(t, NULL), 0);
   assert_int_equal(p.seen, tid);
   assert_int_equal(vmt_thread_tid(t), tid);  /* still answers after the end */
   assert_int_equal(vmt_thread_release(t), 0);
-  gate_destroy(&p.go);
+  latch_destroy(&p.go);
 }
 
 /* ---- join semantics -------------------------------------------------------------------- */
@@ -170,19 +141,14 @@ static void retain_keeps_the_record(void **state) {
   assert_int_equal(vmt_thread_release(t), -EINVAL);
 }
 
-static void *wait_for_gate(void *arg) {
-  gate_wait(arg);
-  return NULL;
-}
-
 static void release_before_the_end_detaches(void **state) {
   (void)state;
-  gate_t g;
-  gate_init(&g);
+  latch_t g;
+  latch_init(&g);
   vmt_thread_t *t;
-  assert_int_equal(vmt_thread_start(&t, wait_for_gate, &g), 0);
+  assert_int_equal(vmt_thread_start(&t, wait_for_latch, &g), 0);
   assert_int_equal(vmt_thread_release(t), 0);
-  gate_open(&g);
+  latch_open(&g);
   /* The thread ends on its own and frees its record; joining a later thread proves the
    * runtime keeps working (and ASan/LSan see no leak). */
   vmt_thread_t *u;
@@ -190,7 +156,7 @@ static void release_before_the_end_detaches(void **state) {
   assert_int_equal(vmt_thread_join(u, NULL), 0);
   assert_int_equal(vmt_thread_release(u), 0);
   assert_int_equal(vmt_thread_release(t), -EINVAL);  /* no reference left to drop */
-  gate_destroy(&g);
+  latch_destroy(&g);
 }
 
 /* ---- exit and cancellation ------------------------------------------------------------- */
@@ -214,14 +180,14 @@ static void explicit_exit_gives_its_result(void **state) {
 }
 
 typedef struct cancel_probe {
-  gate_t started;
+  latch_t started;
   pthread_t self;
 } cancel_probe_t;
 
 static void *wait_to_be_cancelled(void *arg) {
   cancel_probe_t *p = arg;
   p->self = pthread_self();
-  gate_open(&p->started);
+  latch_open(&p->started);
   for (;;) pause();  /* a cancellation point */
   return NULL;
 }
@@ -229,32 +195,32 @@ static void *wait_to_be_cancelled(void *arg) {
 static void cancellation_runs_the_exit_path(void **state) {
   (void)state;
   cancel_probe_t p;
-  gate_init(&p.started);
+  latch_init(&p.started);
   vmt_thread_t *t;
   assert_int_equal(vmt_thread_start(&t, wait_to_be_cancelled, &p), 0);
-  gate_wait(&p.started);
+  latch_wait(&p.started);
   assert_int_equal(pthread_cancel(p.self), 0);
   void *result = NULL;
   assert_int_equal(vmt_thread_join(t, &result), 0);
   assert_ptr_equal(result, PTHREAD_CANCELED);
   assert_int_equal(vmt_thread_state(t), VMT_THREAD_TERMINATED);
   assert_int_equal(vmt_thread_release(t), 0);
-  gate_destroy(&p.started);
+  latch_destroy(&p.started);
 }
 
 /* ---- states ---------------------------------------------------------------------------- */
 static void states_and_their_names(void **state) {
   (void)state;
-  gate_t g;
-  gate_init(&g);
+  latch_t g;
+  latch_init(&g);
   vmt_thread_t *t;
-  assert_int_equal(vmt_thread_start(&t, wait_for_gate, &g), 0);
+  assert_int_equal(vmt_thread_start(&t, wait_for_latch, &g), 0);
   assert_int_equal(vmt_thread_state(t), VMT_THREAD_RUNNABLE);  /* as soon as start returns */
-  gate_open(&g);
+  latch_open(&g);
   assert_int_equal(vmt_thread_join(t, NULL), 0);
   assert_int_equal(vmt_thread_state(t), VMT_THREAD_TERMINATED);
   assert_int_equal(vmt_thread_release(t), 0);
-  gate_destroy(&g);
+  latch_destroy(&g);
   assert_string_equal(vmt_thread_state_name(VMT_THREAD_NEW), "NEW");
   assert_string_equal(vmt_thread_state_name(VMT_THREAD_RUNNABLE), "RUNNABLE");
   assert_string_equal(vmt_thread_state_name(VMT_THREAD_BLOCKED), "BLOCKED");
