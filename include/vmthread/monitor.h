@@ -26,12 +26,14 @@ typedef struct vmt_sync vmt_sync_t;
 /* Creates a monitor; name is copied (NULL gives "monitor"). Shown as "name@<hex id>".
  * Errors: -EINVAL (NULL out, name too long), -ENOMEM. */
 VMT_EXPORT int vmt_monitor_create(vmt_monitor_t **out, const char *name);
-/* Destroys an unowned monitor with no waiters; -EBUSY otherwise, -EINVAL on NULL. */
+/* Destroys an unowned monitor with no waiters; -EBUSY otherwise, -EINVAL on NULL or a
+ * destroyed monitor. Slots are recycled: use after destroy is -EINVAL until the slot is reused,
+ * never a crash. */
 VMT_EXPORT int vmt_monitor_destroy(vmt_monitor_t *m);
 
-/* Reentrant enter. -EINVAL on NULL. */
+/* Reentrant enter. -EINVAL on NULL, -EAGAIN past 2^32-1 nested enters. */
 VMT_EXPORT int vmt_monitor_enter(vmt_monitor_t *m);
-/* 0 if entered, -EBUSY if another thread owns it. */
+/* 0 if entered (recursively too), -EBUSY if another thread owns it. */
 VMT_EXPORT int vmt_monitor_try_enter(vmt_monitor_t *m);
 /* -EPERM if the caller does not own m (Java: IllegalMonitorStateException). */
 VMT_EXPORT int vmt_monitor_exit(vmt_monitor_t *m);
@@ -64,10 +66,11 @@ VMT_EXPORT int vmt_monitor_get_stats(const vmt_monitor_t *m, vmt_monitor_stats_t
 
 /* Ownable synchronizer (java.util.concurrent AbstractOwnableSynchronizer): not reentrant. */
 VMT_EXPORT int vmt_sync_create(vmt_sync_t **out, const char *name);
-VMT_EXPORT int vmt_sync_destroy(vmt_sync_t *s);            /* -EBUSY while owned */
+VMT_EXPORT int vmt_sync_destroy(vmt_sync_t *s);            /* -EBUSY while owned or waited for */
 VMT_EXPORT int vmt_sync_lock(vmt_sync_t *s);               /* -EDEADLK if the caller owns it */
 VMT_EXPORT int vmt_sync_try_lock(vmt_sync_t *s);           /* -EBUSY if owned */
-VMT_EXPORT int vmt_sync_timed_lock(vmt_sync_t *s, int64_t timeout_ns); /* -ETIMEDOUT */
+/* -ETIMEDOUT; timeout_ns <= 0 only tries (tryLock(0, unit)), but reports -ETIMEDOUT. */
+VMT_EXPORT int vmt_sync_timed_lock(vmt_sync_t *s, int64_t timeout_ns);
 VMT_EXPORT int vmt_sync_unlock(vmt_sync_t *s);             /* -EPERM if not owner */
 VMT_EXPORT int vmt_sync_describe(const vmt_sync_t *s, char *buf, size_t len);
 
