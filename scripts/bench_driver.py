@@ -702,7 +702,8 @@ def main(argv):
         overhead, _, why = lookup(all_rows, ("cpu_time", "timer_overhead", "p50"))
         if why is None:
             batched = sorted(r["variant"] for r in all_rows
-                             if r["bench"] == "hotspot" and r.get("batch", 1) > 1)
+                             if r["bench"] == "hotspot" and isinstance(r.get("batch"), int)
+                             and r["batch"] > 1)
             hs_overhead, _, _ = lookup(all_rows, ("hotspot", "timer_overhead", "p50"))
             out.text("Method: each cpu_time sample is one call between two CLOCK_MONOTONIC "
                      "reads, so every vmthread figure above includes cpu_time/timer_overhead "
