@@ -26,7 +26,7 @@
 #include <errno.h>
 #include <jemalloc/jemalloc.h>
 #include <sched.h>
-#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "runtime/thread_impl.h"
@@ -37,7 +37,10 @@ static _Atomic int64_t exited_total;
 
 static _Thread_local char tls_anchor __attribute__((tls_model("initial-exec")));
 static bool offsets_valid;
-static ptrdiff_t allocated_offset, deallocated_offset;
+/* Distances from tls_anchor, as integers: the two objects are unrelated in C's eyes. */
+static uintptr_t allocated_offset, deallocated_offset;
+
+static uintptr_t anchor(void) { return (uintptr_t)&tls_anchor; }
 
 static int counter_pointers(const uint64_t **allocated, const uint64_t **deallocated) {
   int err = vmt__fault_hit(VMT__FAULT_MALLCTL);
@@ -58,9 +61,8 @@ static uint64_t read_counter(const uint64_t *p) { return __atomic_load_n(p, __AT
 static void *check_offsets(void *arg) {
   const uint64_t *a, *d;
   bool *ok = arg;
-  *ok = counter_pointers(&a, &d) == 0 &&
-        (const char *)a == &tls_anchor + allocated_offset &&
-        (const char *)d == &tls_anchor + deallocated_offset;
+  *ok = counter_pointers(&a, &d) == 0 && (uintptr_t)a == anchor() + allocated_offset &&
+        (uintptr_t)d == anchor() + deallocated_offset;
   return NULL;
 }
 
@@ -74,8 +76,8 @@ static void probe(void) {
   free(p);
   supported = p != NULL && after != before;
   if (!supported) return;
-  allocated_offset = (const char *)a - &tls_anchor;
-  deallocated_offset = (const char *)d - &tls_anchor;
+  allocated_offset = (uintptr_t)a - anchor();
+  deallocated_offset = (uintptr_t)d - anchor();
   bool ok = false;
   pthread_t helper;
   if (pthread_create(&helper, NULL, check_offsets, &ok) == 0) {
@@ -89,8 +91,8 @@ static int own_counters(const uint64_t **a, const uint64_t **d) {
   if (!offsets_valid) return counter_pointers(a, d);
   int err = vmt__fault_hit(VMT__FAULT_MALLCTL);  /* the same seam: "counters unavailable" */
   if (err) return err;
-  *a = (const uint64_t *)(const void *)(&tls_anchor + allocated_offset);
-  *d = (const uint64_t *)(const void *)(&tls_anchor + deallocated_offset);
+  *a = (const uint64_t *)(anchor() + allocated_offset);
+  *d = (const uint64_t *)(anchor() + deallocated_offset);
   return 0;
 }
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jemalloc/jemalloc.h>
 
 #include "runtime/thread_impl.h"
 #include "test/thread_util.h"
@@ -432,6 +433,11 @@ static void fork_child_keeps_only_the_forking_thread(void **state) {
 static void *allocate_and_report(void *arg) {
   int64_t *out = arg;
   vmt_thread_t *me = vmt_thread_current();
+  /* out[2]: the pointer the runtime found (from its TLS offset) is jemalloc's own. */
+  uint64_t *mine = NULL;
+  size_t sz = sizeof(mine);
+  out[2] = mallctl("thread.allocatedp", &mine, &sz, NULL, 0) == 0 &&
+           (const uint64_t *)mine == atomic_load(&me->allocatedp);
   out[0] = vmt__alloc_thread_bytes(me);
   void *volatile p = malloc(100000);
   out[1] = vmt__alloc_thread_bytes(me);
@@ -444,7 +450,7 @@ static void allocation_counters_follow_the_allocator(void **state) {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   /* The sanitizer's malloc replaces jemalloc's: the runtime must notice. */
   assert_false(vmt__alloc_supported());
-  int64_t bytes[2];
+  int64_t bytes[3];
   vmt_thread_t *t;
   assert_int_equal(vmt_thread_start(&t, allocate_and_report, bytes), 0);
   assert_int_equal(vmt_thread_join(t, NULL), 0);
@@ -453,11 +459,12 @@ static void allocation_counters_follow_the_allocator(void **state) {
   assert_int_equal(bytes[1], -1);
 #else
   assert_true(vmt__alloc_supported());
-  int64_t bytes[2];
+  int64_t bytes[3];
   int64_t exited0 = vmt__alloc_exited_total();
   vmt_thread_t *t;
   assert_int_equal(vmt_thread_start(&t, allocate_and_report, bytes), 0);
   assert_int_equal(vmt_thread_join(t, NULL), 0);
+  assert_int_equal(bytes[2], 1);
   assert_true(bytes[0] >= 0);
   assert_true(bytes[1] >= bytes[0] + 100000);
   assert_true(vmt__alloc_exited_total() >= exited0 + 100000);
