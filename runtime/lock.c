@@ -32,7 +32,19 @@ static pool_chunk_t *pool_chunks;
 static struct vmt__lock *pool_free;
 static _Atomic uint32_t identity_counter;
 
+/* A fork while another thread holds pool_lock would leave it locked forever in the child, which
+ * may go on using the runtime (the thread module supports that): hold it across fork. Monitors
+ * owned by threads that do not exist in the child stay owned, as pthread mutexes do. */
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static void pool_fork_prepare(void) { pthread_mutex_lock(&pool_lock); }
+static void pool_fork_parent(void) { pthread_mutex_unlock(&pool_lock); }
+static void pool_fork_child(void) { pthread_mutex_init(&pool_lock, NULL); }
+static void register_fork_handlers(void) {
+  pthread_atfork(pool_fork_prepare, pool_fork_parent, pool_fork_child);
+}
+
 static int pool_take(struct vmt__lock **out) {
+  pthread_once(&fork_once, register_fork_handlers);
   pthread_mutex_lock(&pool_lock);
   if (pool_free == NULL) {
     pool_chunk_t *c = vmt__fault_hit(VMT__FAULT_ALLOC) ? NULL : aligned_alloc(64, sizeof(*c));
