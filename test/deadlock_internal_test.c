@@ -6,7 +6,8 @@
  *     cycle (but not on it) is not reported;
  *   - adding a 3-thread synchronizer cycle gives 6 ids for the combined finder and still 3 for
  *     the monitor-only one;
- *   - the answer stays exact while other threads start, lock, exit and leave the registry.
+ *   - the answer stays exact while other threads start, lock, exit and leave the registry;
+ *   - a cycle through a monitor and a synchronizer is found by the combined finder only.
  * The deadlocked threads can never be released (that is what a deadlock is): they are daemon
  * threads of this process, which is why this test has a binary of its own.
  * An internal-API test: it includes runtime/internal.h.
@@ -248,6 +249,55 @@ static void answer_is_exact_while_threads_exit(void **state) {
   assert_int_equal(vmt_monitor_destroy(c.m), 0);
 }
 
+/* A cycle through one monitor and one synchronizer: only the combined finder sees it. */
+typedef struct mixed {
+  vmt_monitor_t *m;
+  vmt_sync_t *s;
+  _Atomic int holding;
+} mixed_t;
+
+static void *hold_monitor_want_sync(void *arg) {
+  mixed_t *x = arg;
+  vmt_monitor_enter(x->m);
+  atomic_fetch_add(&x->holding, 1);
+  while (atomic_load(&x->holding) < 2) mu_pause_1ms();
+  vmt_sync_lock(x->s);   /* never returns */
+  return NULL;
+}
+
+static void *hold_sync_want_monitor(void *arg) {
+  mixed_t *x = arg;
+  vmt_sync_lock(x->s);
+  atomic_fetch_add(&x->holding, 1);
+  while (atomic_load(&x->holding) < 2) mu_pause_1ms();
+  vmt_monitor_enter(x->m);   /* never returns */
+  return NULL;
+}
+
+static void mixed_cycle_needs_the_combined_finder(void **state) {
+  (void)state;
+  static mixed_t x;
+  assert_int_equal(vmt_monitor_create(&x.m, "mixed"), 0);
+  assert_int_equal(vmt_sync_create(&x.s, "mixed-sync"), 0);
+  vmt_thread_t *a = start_daemon(hold_monitor_want_sync, &x);
+  vmt_thread_t *b = start_daemon(hold_sync_want_monitor, &x);
+  MU_POLL_UNTIL(vmt_thread_state(a) == VMT_THREAD_WAITING, "the monitor holder to wait");
+  MU_POLL_UNTIL(vmt_thread_state(b) == VMT_THREAD_BLOCKED, "the sync holder to block");
+  int64_t *ids;
+  size_t n = find(false, &ids);
+  assert_ids(ids, n, monitor_ring, CYCLE);
+  free(ids);
+  n = find(true, &ids);
+  assert_int_equal(n, 2 * CYCLE + 2);
+  int64_t want[2] = {vmt_thread_id(a), vmt_thread_id(b)};
+  for (int k = 0; k < 2; k++) {
+    bool found = false;
+    for (size_t i = 0; i < n; i++) found |= ids[i] == want[k];
+    assert_true(found);
+  }
+  free(ids);
+}
+
 static void failure_to_allocate_is_reported(void **state) {
   (void)state;
   vmt__fault_arm(VMT__FAULT_ALLOC, 0, -1, ENOMEM);
@@ -266,6 +316,7 @@ int main(void) {
       cmocka_unit_test_teardown(synchronizer_cycle_counts_only_for_the_combined_finder,
                                 teardown),
       cmocka_unit_test_teardown(answer_is_exact_while_threads_exit, teardown),
+      cmocka_unit_test_teardown(mixed_cycle_needs_the_combined_finder, teardown),
       cmocka_unit_test_teardown(failure_to_allocate_is_reported, teardown),
   };
   return cmocka_run_group_tests_name("deadlock_internal", tests, attach_main, detach_main);

@@ -378,6 +378,10 @@ static void held_locks_listed_innermost_first_with_depth(void **state) {
   assert_int_equal(vmt_sync_lock(s1), 0);
   assert_int_equal(vmt_monitor_enter(m3), 0);
 
+  vmt_monitor_stats_t st;
+  assert_int_equal(vmt_monitor_get_stats(m2, &st), 0);
+  assert_int_equal(st.owner_id, vmt_thread_id(main_thread));
+  assert_int_equal(st.enters, 2);
   vmt__thread_lock_info_t info = info_of(main_thread, true);
   assert_int_equal(info.held_count, 4);
   char name[VMT__LOCK_DESC_NAME_MAX];
