@@ -61,7 +61,7 @@ struct vmt_thread {
   void *arg;
   void *result;
   int32_t attach_count;
-  _Atomic uint32_t done;             /* futex word: 1 once bookkeeping is complete */
+  _Atomic uint32_t done;             /* 1 once the exit bookkeeping is complete */
   _Atomic int32_t join_state;        /* 0 none, 1 joining, 2 joined */
   /* References held by API users (start's, retain's). The first one holds one internal
    * reference in `refs`; the last release drops it. Kept apart from `refs` so that a user's

@@ -11,10 +11,9 @@
  *     microseconds twice for an instant, never miss them, and never goes backwards.
  *  2. TERMINATED, then out of the registry: live/daemon/category counts drop here.
  *  3. Allocation counters folded into the exited total (alloc.c).
- *  4. `done`, then a futex wake only if a joiner announced itself (join_state, Dekker-style
- *     with seq_cst on both sides, so no wake-up is lost): most joins find the thread done and
- *     the exiting thread makes no extra system call. The joiner then reaps the pthread
- *     (pthread_join returns at once: the thread has nothing left to do but leave).
+ *  4. `done` (release): the bookkeeping is complete. Joiners wait in pthread_join, which
+ *     returns only after the thread's very end, so they see all of the above; the exiting
+ *     thread makes no wake-up call of its own (thread_join.c says why).
  *  5. The thread's own reference.
  */
 #include <errno.h>
@@ -34,9 +33,7 @@ void vmt__thread_finish(vmt_thread_t *t) {
   vmt__registry_remove(t);
   vmt__alloc_thread_end(t);
   vmt__current = NULL;
-  atomic_store_explicit(&t->done, 1, memory_order_seq_cst);
-  if (atomic_load_explicit(&t->join_state, memory_order_seq_cst) == 1)
-    vmt_os_futex_wake(&t->done, INT32_MAX);
+  atomic_store_explicit(&t->done, 1, memory_order_release);
   vmt__record_unref(t);
   pthread_setcancelstate(old_cancel, NULL);
 }

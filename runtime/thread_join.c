@@ -4,8 +4,12 @@
  * Every entry point first checks the record's magic and takes or checks a reference with a
  * compare-and-swap that refuses zero, so a handle whose references are all gone gives -EINVAL
  * (records are type-stable, thread_record.c). Join holds a temporary internal reference while
- * it waits, so a concurrent release cannot recycle the record under it. It waits on the `done`
- * futex (the exit bookkeeping is complete), then reaps the pthread.
+ * it waits, so a concurrent release cannot recycle the record under it.
+ *
+ * It waits in pthread_join alone. Waiting first on a futex the exiting thread wakes once its
+ * bookkeeping is done would cost, when the joiner arrives early, a wake-up system call in the
+ * exiting thread and a second sleep in the joiner (pthread_join still has to wait for the
+ * thread's very end to reap it): two context switches where one does.
  */
 #include <errno.h>
 
@@ -22,14 +26,13 @@ int vmt_thread_join(vmt_thread_t *t, void **result) {
   } else {
     int32_t expected = 0;
     if (!atomic_compare_exchange_strong_explicit(&t->join_state, &expected, 1,
-                                                 memory_order_seq_cst, memory_order_acquire)) {
+                                                 memory_order_acq_rel, memory_order_acquire)) {
       rc = -EALREADY;
     } else {
-      /* A thread of a fork's parent process does not exist here: nothing to wait for. */
-      bool here = vmt__thread_of_this_process(t);
-      while (here && atomic_load_explicit(&t->done, memory_order_seq_cst) == 0)
-        vmt_os_futex_wait(&t->done, 0, VMT_OS_NO_DEADLINE);
-      if (here) pthread_join(t->pthread, NULL);
+      /* pthread_join returns once the kernel has cleared the thread's tid word, after the
+       * thread ran its whole exit path: the bookkeeping is done by then. A thread of a fork's
+       * parent process does not exist here: nothing to wait for. */
+      if (vmt__thread_of_this_process(t)) pthread_join(t->pthread, NULL);
       t->os_reaped = true;
       if (result) *result = t->result;
       atomic_store_explicit(&t->join_state, 2, memory_order_release);
