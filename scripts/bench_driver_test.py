@@ -74,7 +74,7 @@ class Headline(unittest.TestCase):
         self.assertTrue(line[1].startswith("75.0x"), line)
 
     def test_missing_benchmark_is_na_not_failure(self):
-        line = summary_line([], "monitors:")
+        line = summary_line([], "monitors: uncontended enter+exit")
         self.assertEqual(line[3], "n/a")
         self.assertIn("benchmark monitors.uncontended not in this run", line[1])
 
