@@ -19,6 +19,9 @@
 #   thread_start.svg            median us/thread per variant of the 1000-thread start+join
 #                               (rows without "live_threads"), min/max error bars
 #   timer_tails.svg             percentile profile of the bench "timers" variants
+#   management_sweeps.svg       ns per thread of each management sweep (p50 / threads) against
+#                               the number of live threads (bench management, variants
+#                               <operation>_<threads> carrying a "threads" key)
 # In the profiles, vmthread's own methods (variant vmt_*) are solid thick lines, HotSpot's
 # dashed, the baselines (system calls, /proc) thin, the measuring overhead grey dotted: about
 # a dozen lines share one plot, and colour alone would not tell them apart.
@@ -193,6 +196,36 @@ if bars:
     with open(os.path.join(tmp, "thread_start.dat"), "w") as out:
         for b in bars:
             out.write("%s\t%r\t%r\t%r\t%d\n" % b)
+
+# Management sweeps: ns per thread (p50 of one sweep / threads) against the live thread
+# count, one line per operation. Variants are "<operation>_<threads>" with a "threads" key.
+sweeps = {}
+for row in rows:
+    n = row.get("threads")
+    m = re.match(r"(.+)_(\d+)$", row["variant"])
+    med = number(row.get("p50"))
+    if row["bench"] != "management" or not isinstance(n, int) or n <= 0 or not m \
+            or int(m.group(2)) != n or med is None or med <= 0 or row.get("unit") != "ns":
+        continue
+    sweeps.setdefault(m.group(1), {})[n] = med / n
+if sweeps:
+    counts = sorted({n for per in sweeps.values() for n in per})
+    ops = list(sweeps)
+    dat = os.path.join(tmp, "management.dat")
+    with open(dat, "w") as out:
+        out.write("threads\t" + "\t".join(ops) + "\n")
+        for n in counts:
+            out.write("%d\t%s\n" % (n, "\t".join(repr(sweeps[op][n]) if n in sweeps[op]
+                                                 else "NaN" for op in ops)))
+    lines = []
+    for i, op in enumerate(ops):
+        # The CPU-time sweep is vmthread's headline; the bare loop and /proc are its baselines.
+        kind = {"cpu_time_sweep": "vmt_", "bare_clock_sweep": "", "proc_sweep": ""}.get(op, "vmt_")
+        fake = {"bench": "management", "variant": kind + op}
+        lines.append('"%s" using 1:%d with linespoints ps 0.8 %s title columnheader(%d)'
+                     % (dat, i + 2, style(fake, COLOURS[i % len(COLOURS)]), i + 2))
+    with open(os.path.join(tmp, "management.plot"), "w") as out:
+        out.write("plot " + ", \\\n     ".join(lines) + "\n")
 PY
 
 # Settings every plot shares. noenhanced: variant names hold underscores, which gnuplot
@@ -271,6 +304,24 @@ if [[ -f $tmp/timers.dat ]]; then
     made=$((made + 1))
 else
     echo "plot.sh: no timers rows: timer_tails.svg skipped"
+fi
+
+if [[ -f $tmp/management.dat ]]; then
+    gnuplot <<EOF
+$common
+set output "$outdir/management_sweeps.svg"
+set title "Management API: one sweep's p50 per thread, by live threads (thin: baselines)"
+set xlabel "live threads (log scale)"
+set ylabel "ns per thread (log scale)"
+set logscale xy
+set format y "%g"
+set xrange [0.7:1500]
+$(cat "$tmp/management.plot")
+EOF
+    echo "plot.sh: wrote $outdir/management_sweeps.svg"
+    made=$((made + 1))
+else
+    echo "plot.sh: no management rows: management_sweeps.svg skipped"
 fi
 
 echo "plot.sh: $made plot(s) in $outdir"
