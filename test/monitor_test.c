@@ -373,6 +373,46 @@ static void notify_wakes_one_notify_all_wakes_the_rest(void **state) {
   assert_int_equal(vmt_monitor_destroy(w.m), 0);
 }
 
+/* A token passed around a ring of threads through one monitor, thousands of times: every
+ * hand-off is a notify_all and a wait, so a lost wake-up (a notified waiter left asleep on the
+ * lock word) hangs this test. */
+#define RING 3
+#define PASSES 400
+
+typedef struct ring {
+  vmt_monitor_t *m;
+  int token;
+  _Atomic int next_id;
+} ring_t;
+
+static void *ring_member(void *arg) {
+  ring_t *r = arg;
+  int me = atomic_fetch_add(&r->next_id, 1);
+  vmt_monitor_enter(r->m);
+  for (int i = 0; i < PASSES; i++) {
+    while (r->token != me) vmt_monitor_wait(r->m, 0);
+    r->token = (me + 1) % RING;
+    vmt_monitor_notify_all(r->m);
+  }
+  vmt_monitor_exit(r->m);
+  return NULL;
+}
+
+static void no_wake_up_is_lost_around_a_ring(void **state) {
+  (void)state;
+  ring_t r = {0};
+  assert_int_equal(vmt_monitor_create(&r.m, "ring"), 0);
+  vmt_thread_t *t[RING];
+  for (int i = 0; i < RING; i++) t[i] = mu_start(ring_member, &r);
+  for (int i = 0; i < RING; i++) mu_join(t[i]);
+  assert_int_equal(r.token, 0);   /* RING * PASSES hand-offs, back to the first */
+  vmt_monitor_stats_t st;
+  assert_int_equal(vmt_monitor_get_stats(r.m, &st), 0);
+  assert_int_equal(st.wait_waiters, 0);
+  assert_int_equal(st.entry_waiters, 0);
+  assert_int_equal(vmt_monitor_destroy(r.m), 0);
+}
+
 /* ---- States ----------------------------------------------------------------------------- */
 
 static void *enter_once(void *arg) {
@@ -543,6 +583,7 @@ int main(void) {
       cmocka_unit_test(ending_thread_releases_what_it_holds),
       cmocka_unit_test(wait_times_out_and_restores_depth),
       cmocka_unit_test(notify_wakes_one_notify_all_wakes_the_rest),
+      cmocka_unit_test(no_wake_up_is_lost_around_a_ring),
       cmocka_unit_test(blocked_thread_shows_blocked_then_waiting),
       cmocka_unit_test(park_and_unpark),
       cmocka_unit_test(park_consumes_one_permit),
