@@ -21,6 +21,9 @@
  *   slot is a spurious wake-up, which every waiter absorbs.
  * - Everything else (thread state, counts, times, per-lock statistics) is written on the slow
  *   path only: the uncontended path records ownership, the enter count and the held list.
+ * - notify requeues the waiter onto the lock word instead of waking it (monitor_wait.c), so a
+ *   thread may sleep on the word without having announced itself: whoever has slept there
+ *   re-acquires with CONTENDED (vmt__lock_acquire_contended's `slept`).
  */
 #ifndef VMT_RUNTIME_LOCK_H
 #define VMT_RUNTIME_LOCK_H
