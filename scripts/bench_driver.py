@@ -33,11 +33,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import bench_check  # noqa: E402
 
-USAGE = """scripts/bench [--quick | --long] [--no-java] [--out DIR] [--publish] [--only NAME,...]
+USAGE = """scripts/bench [--quick | --long] [--no-java | --jdk DIR ...] [--out DIR] [--publish]
+                     [--only NAME,...]
 
   --quick      short runs (fewer samples and repeats): whole suite in under 2 minutes
   --long       more samples and repeats, for tails you want to trust
   --no-java    skip the HotSpot side (it is skipped anyway without java and javac)
+  --jdk DIR    run the HotSpot side on this JDK (repeatable; the first one is the one the
+               comparison and the summary use). Default: the java and javac on PATH, then
+               every other JDK under /usr/lib/jvm, each a row set of its own (key "jvm")
   --out DIR    write the run into DIR instead of results/<timestamp>/ (results/latest is
                then left alone)
   --publish    also render the plots into docs/img/ and replace the generated section of
@@ -250,7 +254,55 @@ def first_line(cmd):
     return text.splitlines()[0] if proc.returncode == 0 and text else None
 
 
-def describe_machine(java):
+def jvm_name(java):
+    """'OpenJDK 64-Bit Server VM 17.0.15+6-...' for a java binary, or its path."""
+    try:
+        proc = subprocess.run([java, "-XshowSettings:properties", "-version"],
+                              capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return java
+    props = dict(re.findall(r"^\s*(java\.vm\.name|java\.vm\.version) = (.*)$",
+                            proc.stderr, re.M))
+    if not props:
+        return java
+    return "%s %s" % (props.get("java.vm.name", "?"), props.get("java.vm.version", "?"))
+
+
+def find_jdks(explicit):
+    """The JDKs to run HotSpotBench on: [{java, javac, name, label}], the first one primary.
+    explicit: --jdk directories, or None for PATH's java first, then every other JDK found
+    under /usr/lib/jvm (told apart by the real path of bin/java)."""
+    candidates = []
+    if explicit:
+        for d in explicit:
+            candidates.append((os.path.join(d, "bin", "java"), os.path.join(d, "bin", "javac")))
+    else:
+        candidates.append((shutil.which("java"), shutil.which("javac")))
+        base = "/usr/lib/jvm"
+        if os.path.isdir(base):
+            for d in sorted(os.listdir(base)):
+                candidates.append((os.path.join(base, d, "bin", "java"),
+                                   os.path.join(base, d, "bin", "javac")))
+    jdks, seen = [], set()
+    for java, javac in candidates:
+        if not java or not javac or not os.access(java, os.X_OK) or not os.access(javac, os.X_OK):
+            if explicit:
+                raise ValueError("no bin/java and bin/javac under %s"
+                                 % os.path.dirname(os.path.dirname(java)))
+            continue
+        real = os.path.realpath(java)
+        if real in seen:
+            continue
+        seen.add(real)
+        name = jvm_name(java)
+        major = re.search(r" (\d+)[.+]", name + " ")
+        jdks.append({"java": java, "javac": javac, "name": name,
+                     "label": "hotspot" if not jdks else
+                     "hotspot-jdk%s" % (major.group(1) if major else len(jdks))})
+    return jdks
+
+
+def describe_machine(jdks):
     """What every figure of the run depends on (issue 7: CPU model, cores, kernel,
     clocksource, HZ, glibc, compiler), plus the JVM and the load when the run started."""
     try:
@@ -278,17 +330,8 @@ def describe_machine(java):
         "loadavg_at_start": round(os.getloadavg()[0], 2),
         "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     }
-    if java:
-        try:
-            proc = subprocess.run([java, "-XshowSettings:properties", "-version"],
-                                  capture_output=True, text=True, timeout=60, check=False)
-            props = dict(re.findall(r"^\s*(java\.vm\.name|java\.vm\.version) = (.*)$",
-                                    proc.stderr, re.M))
-            if props:
-                m["jvm"] = "%s %s" % (props.get("java.vm.name", "?"),
-                                      props.get("java.vm.version", "?"))
-        except (OSError, subprocess.TimeoutExpired):
-            pass
+    if jdks:
+        m["jvm"] = " + ".join(j["name"] for j in jdks)
     try:
         commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                                 capture_output=True, text=True, check=False).stdout.strip()
@@ -415,19 +458,25 @@ TABLE_STATS = ["min", "p50", "p90", "p99", "p999", "p9999", "max", "mean"]
 NOT_EXTRA = bench_check.SCHEMA_KEYS
 
 
+def table_title(row):
+    """One table per bench, and per JVM for HotSpot's rows (several JDKs may have run)."""
+    jvm = row.get("jvm")
+    return row["bench"] + (" on JVM %s" % jvm if isinstance(jvm, str) else "")
+
+
 def print_bench_tables(out, rows):
-    benches = []
+    titles = []
     for r in rows:
-        if r["bench"] not in benches:
-            benches.append(r["bench"])
-    for b in benches:
-        out.section("%s" % b)
-        mine = [r for r in rows if r["bench"] == b]
+        if table_title(r) not in titles:
+            titles.append(table_title(r))
+    for title in titles:
+        out.section(title)
+        mine = [r for r in rows if table_title(r) == title]
         header = ["variant", "unit", "samples"] + [STAT_NAMES[s] for s in TABLE_STATS] + ["extra"]
         table = []
         for r in mine:
             extras = " ".join("%s=%s" % (k, fmt_num(v) if isinstance(v, float) else v)
-                              for k, v in r.items() if k not in NOT_EXTRA)
+                              for k, v in r.items() if k not in NOT_EXTRA and k != "jvm")
             table.append([r["variant"], r["unit"], str(r["samples"])]
                          + [fmt_num(r[s]) if s in r else "-" for s in TABLE_STATS] + [extras])
         out.table(header, table, align=["l", "l"] + ["r"] * (len(TABLE_STATS) + 1) + ["l"])
@@ -539,9 +588,12 @@ def comparison(rows):
                 return "n/a"
             return fmt_ratio(hrow[stat] / vrow[stat])
 
+        # A p99.9 of fewer than 1000 samples is only their max (thread start: 5-61 rounds).
+        tail = min(vrow["samples"], hrow["samples"]) >= 1000
         table.append([method, "%s/%s" % (vb, vv), vrow["unit"],
-                      fmt_num(vrow["p50"]), fmt_num(hrow["p50"]), ratio("p50"),
-                      fmt_num(vrow["p999"]), fmt_num(hrow["p999"]), ratio("p999")])
+                      fmt_num(vrow["p50"]), fmt_num(hrow["p50"]), ratio("p50")]
+                     + ([fmt_num(vrow["p999"]), fmt_num(hrow["p999"]), ratio("p999")] if tail
+                        else ["-", "-", "- (< 1000 samples)"]))
     return table, notes
 
 
@@ -574,6 +626,7 @@ def main(argv):
     mode.add_argument("--quick", action="store_true")
     mode.add_argument("--long", action="store_true")
     ap.add_argument("--no-java", action="store_true")
+    ap.add_argument("--jdk", action="append")
     ap.add_argument("--out")
     ap.add_argument("--publish", action="store_true")
     ap.add_argument("--only")
@@ -588,10 +641,17 @@ def main(argv):
     out = Output()
     suite_start = time.monotonic()
 
-    java = shutil.which("java")
-    javac = shutil.which("javac")
-    with_java = not args.no_java and java and javac
+    if args.no_java and args.jdk:
+        print("scripts/bench: --no-java and --jdk exclude each other", file=sys.stderr)
+        return 2
     only = set(args.only.split(",")) if args.only else None
+    jdks = []
+    if not args.no_java and (only is None or "hotspot" in only):
+        try:
+            jdks = find_jdks(args.jdk)
+        except ValueError as e:
+            print("scripts/bench: --jdk: %s" % e, file=sys.stderr)
+            return 2
 
     # Run directory.
     results_root = os.path.join(ROOT, "results")
@@ -618,7 +678,6 @@ def main(argv):
                   file=sys.stderr)
             return 2
         names = [n for n in names if n in only]
-        with_java = with_java and "hotspot" in only
     print("scripts/bench: benchmarks: %s" % (", ".join("//bench:" + n for n in names) or "none"),
           flush=True)
     if names:
@@ -629,19 +688,20 @@ def main(argv):
             print("scripts/bench: build failed", file=sys.stderr)
             return 1
         bin_dir = bazel("info", "--config=opt", "bazel-bin").stdout.strip()
-    m = describe_machine(java if with_java else None)
+    m = describe_machine(jdks)
     with open(os.path.join(run_dir, "machine.json"), "w", encoding="utf-8") as f:
         json.dump(m, f, indent=2)
     out.say("")
     for line in machine_lines(m):
         out.say(line)
 
-    steps = len(names) + (1 if with_java else 0)
+    steps = len(names) + len(jdks)
     progress = Progress(steps)
     progress.suite_start = suite_start
     all_rows, problems, failures = [], [], []
 
     def collect(name, cmd, timeout):
+        """Runs one program; returns its rows (also added to all_rows and the file)."""
         rc, lines, timed_out, took = run_streaming(cmd, name, progress, timeout,
                                                    os.path.join(run_dir, name + ".log"))
         found = []
@@ -666,6 +726,7 @@ def main(argv):
                  ", %d invalid lines" % len(found) if found else "", progress.elapsed()),
               flush=True)
         all_rows.extend(rows)
+        return rows
 
     for name in names:
         progress.start(name, " ".join(["//bench:" + name] + mode_flags))
@@ -673,48 +734,56 @@ def main(argv):
                 BENCH_TIMEOUT_S[mode_name])
 
     java_note = None
-    if with_java:
-        progress.start("hotspot", "bench/java/HotSpotBench.java on %s" % (m["jvm"] or java))
+    jdk_rows = []  # (jdk, its rows), the primary JDK first
+    for jdk in jdks:
+        progress.start(jdk["label"], "bench/java/HotSpotBench.java on %s" % jdk["name"])
+        # Each JDK compiles with its own javac: an older JDK cannot run a newer class file.
         with tempfile.TemporaryDirectory(prefix="vmt-hotspot-") as classes:
-            jc = subprocess.run([javac, "-d", classes,
+            jc = subprocess.run([jdk["javac"], "-d", classes,
                                  os.path.join(ROOT, "bench", "java", "HotSpotBench.java")],
                                 cwd=ROOT, capture_output=True, text=True, check=False)
             if jc.returncode != 0:
                 print(jc.stdout + jc.stderr, flush=True)
-                failures.append("javac failed on bench/java/HotSpotBench.java")
-            else:
-                # HotSpotBench has no --long: its default run is already 200k samples.
-                collect("hotspot", [java, "-cp", classes, "HotSpotBench", "--json"]
-                        + (["--quick"] if args.quick else []), BENCH_TIMEOUT_S[mode_name])
-    elif args.no_java or (only is not None and "hotspot" not in only):
-        java_note = "HotSpot side skipped (--no-java or --only)."
-    else:
-        java_note = ("HotSpot side skipped: %s not found (install a JDK, e.g. Debian's "
-                     "openjdk-17-jdk-headless, to compare)."
-                     % " and ".join(n for n, p in (("java", java), ("javac", javac)) if not p))
-    if java_note:
+                failures.append("%s failed on bench/java/HotSpotBench.java" % jdk["javac"])
+                continue
+            # HotSpotBench has no --long: its default run is already 200k samples.
+            rows = collect(jdk["label"], [jdk["java"], "-cp", classes, "HotSpotBench", "--json"]
+                           + (["--quick"] if args.quick else []), BENCH_TIMEOUT_S[mode_name])
+            jdk_rows.append((jdk, rows))
+    if not jdks:
+        if args.no_java or (only is not None and "hotspot" not in only):
+            java_note = "HotSpot side skipped (--no-java or --only)."
+        else:
+            java_note = ("HotSpot side skipped: no java and javac on PATH (install a JDK, e.g. "
+                         "Debian's openjdk-17-jdk-headless, to compare).")
         print("\n" + java_note, flush=True)
+    # The comparison and the summary use the primary JDK's rows; the other JDKs' rows are in
+    # the tables, the results file and the plots, and get a comparison table of their own.
+    extra_ids = {id(r) for _, rows in jdk_rows[1:] for r in rows}
+    primary_rows = [r for r in all_rows if id(r) not in extra_ids]
 
     # Tables, comparison, summary: from this run's rows only.
     print_bench_tables(out, all_rows)
 
-    out.section("vmthread vs HotSpot (same run; ratio = HotSpot / vmthread, >1 means vmthread "
-                "is faster)")
     if java_note:
+        out.section("vmthread vs HotSpot")
         out.text(java_note)
-    else:
-        table, notes = comparison(all_rows)
+    c_rows = [r for r in all_rows if not r["bench"].startswith("hotspot")]
+    for jdk, rows in jdk_rows:
+        out.section("vmthread vs HotSpot %s (same run; ratio = HotSpot / vmthread, >1 means "
+                    "vmthread is faster)" % jdk["name"])
+        table, notes = comparison(c_rows + rows)
         out.table(["method", "vmthread row", "unit", "vmthread p50", "HotSpot p50", "ratio p50",
                    "vmthread p99.9", "HotSpot p99.9", "ratio p99.9"],
                   table, align=["l", "l", "l"] + ["r"] * 6)
         for note in notes:
             out.text(note)
-        overhead, _, why = lookup(all_rows, ("cpu_time", "timer_overhead", "p50"))
+        overhead, _, why = lookup(c_rows, ("cpu_time", "timer_overhead", "p50"))
         if why is None:
-            batched = sorted(r["variant"] for r in all_rows
+            batched = sorted(r["variant"] for r in rows
                              if r["bench"] == "hotspot" and isinstance(r.get("batch"), int)
                              and r["batch"] > 1)
-            hs_overhead, _, _ = lookup(all_rows, ("hotspot", "timer_overhead", "p50"))
+            hs_overhead, _, _ = lookup(rows, ("hotspot", "timer_overhead", "p50"))
             out.text("Method: each cpu_time sample is one call between two CLOCK_MONOTONIC "
                      "reads, so every vmthread figure above includes cpu_time/timer_overhead "
                      "(p50 %s ns this run). HotSpot rows %s are means over batches of calls, "
@@ -727,10 +796,10 @@ def main(argv):
 
     out.section("Published figures next to this run's (before -> after, ratio)")
     out.table(["figure", "source", "published", "this run", "this run's rows"],
-              published(all_rows), align=["l"] * 5)
+              published(primary_rows), align=["l"] * 5)
 
     out.section("Summary: headline ratios of this run (thresholds from the issues)")
-    summary = headline(all_rows)
+    summary = headline(primary_rows)
     out.table(["ratio", "this run", "wanted", "verdict", "issue"],
               [list(s) for s in summary], align=["l", "l", "l", "l", "l"])
     counts = {v: sum(1 for s in summary if s[3] == v) for v in ("PASS", "MISS", "n/a")}

@@ -124,6 +124,13 @@ class Comparison(unittest.TestCase):
         self.assertEqual((line[3], line[4], line[5]), ("300", "6,000", "20.0x"))
         self.assertTrue(any("benchmark timers not in this run" in n for n in notes))
 
+    def test_no_tail_ratio_from_few_samples(self):
+        rows = [row("thread_start", "vmthread", 40.0, unit="us/thread"),
+                row("hotspot_thread_start", "start_join_1000", 120.0, unit="us/thread")]
+        line = [t for t in d.comparison(rows)[0] if t[1] == "thread_start/vmthread"][0]
+        self.assertEqual(line[5], "3.00x")
+        self.assertEqual(line[8], "- (< 1000 samples)")
+
     def test_published_converts_units(self):
         rows = [row("thread_start", "handshake", 60.0, unit="us/thread", csw=30.0),
                 row("thread_start", "vmthread", 30.0, unit="us/thread", csw=15.0)]
