@@ -77,8 +77,20 @@ static void *park_once(void *arg) {
   return arg;
 }
 
+/* The check the child is at, for the SIGALRM report of a hang. */
+static volatile sig_atomic_t child_stage;
+
+static void on_alarm(int sig) {
+  (void)sig;
+  char msg[64];
+  int n = snprintf(msg, sizeof(msg), "fork child hung at check %d\n", (int)child_stage);
+  if (n > 0) write(2, msg, (size_t)n);
+  _exit(100 + (int)child_stage % 100);
+}
+
 #define CHECK(code, cond)                                                  \
   do {                                                                     \
+    child_stage = code;                                                    \
     if (!(cond)) {                                                         \
       fprintf(stderr, "fork child check %d failed: %s\n", code, #cond);    \
       _exit(code);                                                         \
@@ -88,7 +100,8 @@ static void *park_once(void *arg) {
 enum { OTHERS = 4 };
 
 static void child(vmt_thread_t *me, vmt_thread_t **others) {
-  alarm(30);   /* a hang becomes a failure (SIGALRM), not a stuck test */
+  signal(SIGALRM, on_alarm);
+  alarm(30);   /* a hang becomes a failure naming its check, not a stuck test */
   /* Only the forking thread exists: counts, ids and lookups say so. */
   CHECK(10, vmt_mx_get_thread_count() == 1);
   int64_t *ids = NULL;
@@ -188,6 +201,7 @@ static void fork_while_threads_run_and_monitors_are_held(void **state) {
     int status;
     assert_int_equal(waitpid(pid, &status, 0), pid);
     if (!WIFEXITED(status)) fail_msg("fork child %d died of signal %d", k, WTERMSIG(status));
+    if (WEXITSTATUS(status) >= 100) fail_msg("fork child %d hung at check %d", k, WEXITSTATUS(status) - 100);
     if (WEXITSTATUS(status) != 0) fail_msg("fork child %d failed check %d", k, WEXITSTATUS(status));
   }
 
