@@ -143,7 +143,9 @@ static void retain_keeps_the_record(void **state) {
 
 static void release_before_the_end_detaches(void **state) {
   (void)state;
-  latch_t g;
+  /* Static: the released thread may still be inside latch_wait() when this test returns, so
+   * the latch must outlive the test (and is never destroyed under it). */
+  static latch_t g;
   latch_init(&g);
   vmt_thread_t *t;
   assert_int_equal(vmt_thread_start(&t, wait_for_latch, &g), 0);
@@ -156,7 +158,6 @@ static void release_before_the_end_detaches(void **state) {
   assert_int_equal(vmt_thread_join(u, NULL), 0);
   assert_int_equal(vmt_thread_release(u), 0);
   assert_int_equal(vmt_thread_release(t), -EINVAL);  /* no reference left to drop */
-  latch_destroy(&g);
 }
 
 /* ---- exit and cancellation ------------------------------------------------------------- */
