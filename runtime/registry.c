@@ -359,18 +359,16 @@ void vmt__registry_fork_child(vmt_thread_t *survivor) {
     atomic_store_explicit(&x->deallocatedp, NULL, memory_order_relaxed);
     atomic_store_explicit(&x->state, VMT_THREAD_TERMINATED, memory_order_relaxed);
     atomic_store_explicit(&x->done, 1, memory_order_release);
-    vmt__record_unref(x);  /* the vanished thread's own reference */
+    /* The vanished thread's own reference. Never the last: the record is in the current
+     * snapshot, so the registry's reference is still there. */
+    atomic_fetch_sub_explicit(&x->refs, 1, memory_order_acq_rel);
   }
   atomic_store_explicit(&live_count, live, memory_order_relaxed);
   atomic_store_explicit(&peak_count, live, memory_order_relaxed);
   atomic_store_explicit(&daemon_count, daemon, memory_order_relaxed);
-  vmt__snapshot_t *ns = snapshot_alloc(2);
-  if (ns) {
-    if (kept_count_locked(cur) <= 2)
-      publish_locked(ns, NULL);
-    else
-      free(ns);
-  }
   vmt__hazard_fork_child();
-  reclaim(true);
+  /* No rebuild and no reclamation here: a fork child of a threaded process may only call
+   * async-signal-safe functions until it is past the fork (POSIX), and an allocator lock held
+   * by a vanished thread would hang it (gcc 12's ASan does not reset its own). The next start,
+   * or vmt__registry_reclaim(), drops the tombstones. */
 }
