@@ -25,6 +25,9 @@
  *
  * The walk uses the runtime's internal registry API (runtime/internal.h) because the public
  * management call sits in another module; it is the same loop.
+ *
+ * VMTB_ONLY=<variant> (vmthread, handshake or pthread) runs only that variant's rounds and
+ * skips the second part: for strace -c or perf on one variant.
  */
 #include <errno.h>
 #include <linux/futex.h>
