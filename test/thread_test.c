@@ -117,6 +117,42 @@ static void join_refuses_self_and_second_join(void **state) {
   assert_int_equal(vmt_thread_release(t), 0);
 }
 
+typedef struct joiner {
+  vmt_thread_t *target;
+  int rc;
+} joiner_t;
+
+static void *join_target(void *arg) {
+  joiner_t *j = arg;
+  j->rc = vmt_thread_join(j->target, NULL);
+  return NULL;
+}
+
+static void concurrent_joins_get_one_success(void **state) {
+  (void)state;
+  latch_t l;
+  latch_init(&l);
+  vmt_thread_t *t;
+  assert_int_equal(vmt_thread_start(&t, wait_for_latch, &l), 0);
+  joiner_t j[3];
+  pthread_t th[3];
+  for (int i = 0; i < 3; i++) {
+    j[i] = (joiner_t){.target = t, .rc = 1};
+    assert_int_equal(pthread_create(&th[i], NULL, join_target, &j[i]), 0);
+  }
+  latch_open(&l);
+  int ok = 0, already = 0;
+  for (int i = 0; i < 3; i++) {
+    pthread_join(th[i], NULL);
+    ok += j[i].rc == 0;
+    already += j[i].rc == -EALREADY;
+  }
+  assert_int_equal(ok, 1);
+  assert_int_equal(already, 2);
+  assert_int_equal(vmt_thread_release(t), 0);
+  latch_destroy(&l);
+}
+
 static void released_handles_are_refused(void **state) {
   (void)state;
   vmt_thread_t *t;
@@ -500,6 +536,7 @@ int main(void) {
       cmocka_unit_test(bad_arguments_are_refused),
       cmocka_unit_test(tid_is_known_before_the_child_runs),
       cmocka_unit_test(join_refuses_self_and_second_join),
+      cmocka_unit_test(concurrent_joins_get_one_success),
       cmocka_unit_test(released_handles_are_refused),
       cmocka_unit_test(retain_keeps_the_record),
       cmocka_unit_test(release_before_the_end_detaches),
