@@ -182,6 +182,8 @@ def rel(path):
 
 def fmt_sig(v):
     """Three significant digits (published figures run from 0.027 s to 29,552)."""
+    if v == 0:
+        return "0"  # also for -0.0, which a C "%.3f" of a tiny negative drift gives
     return "{:,.0f}".format(v) if abs(v) >= 1000 else "%.3g" % v
 
 
