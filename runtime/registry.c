@@ -2,19 +2,21 @@
  * runtime/registry.c: the set of live threads and its counters, safe to walk while threads
  * start and exit (the model is HotSpot's ThreadsSMR; docs/design.md, "Registry").
  *
- * DESIGN. The live threads are an immutable, id-sorted array (a snapshot). A start or an exit
- * builds a new snapshot (allocated before taking the writer lock, copied under it: a memcpy of
- * 8 KB for 1000 threads, no system call), publishes it with one store and retires the old one.
- * Readers protect the snapshot they read with a hazard pointer (hazard.c) and never lock.
+ * DESIGN. The live threads are an immutable, id-sorted array (a snapshot). A start builds a
+ * new snapshot (allocated before taking the writer lock, copied under it: a memcpy of 8 KB for
+ * 1000 threads, no system call), publishes it with one store and retires the old one. Readers
+ * protect the snapshot they read with a hazard pointer (hazard.c) and never lock.
  *
  * Reclamation never makes a writer wait. A retired snapshot may be freed once no hazard slot
  * holds it. A record that left the registry keeps the registry's reference until no reader can
- * still see it: it was last in the snapshot of generation G (removed_generation), every older
- * snapshot that held it was retired no later, so it is safe once no protected snapshot has a
- * generation <= G. Retired snapshots are pushed before the records they drop, and the
- * reclaimer takes the records first, so every snapshot that can hold a record it takes is in
- * its own list. Reclamation runs amortised (once 16 + <hazard blocks> items are pending) from a
- * start or exit that finds the reclaim lock free; it never blocks on it.
+ * still see it: exactly the snapshots with a generation in [inserted_generation,
+ * removed_generation] held it, so it is safe once no protected snapshot has a generation in
+ * that range (a reader that holds one snapshot for long keeps only the records that snapshot
+ * holds, not every thread that came and went meanwhile). Retired snapshots are pushed before
+ * the records they drop, and the reclaimer takes the records first, so every snapshot that can
+ * hold a record it takes is in its own list. Reclamation runs amortised (once 16 + <hazard
+ * blocks> items are pending) from a start or exit that finds the reclaim lock free; it never
+ * blocks on it.
  *
  * An exit does not build a snapshot: it tombstones its record in place (lookups and listings
  * skip it; the record stays allocated) and the next rebuild, by a start or once tombstones
@@ -105,9 +107,12 @@ static void publish_locked(vmt__snapshot_t *ns, vmt_thread_t *add) {
     ns->threads[n++] = x;
   }
   if (!added) ns->threads[n++] = add;
-  if (add) atomic_store_explicit(&add->registry_state, VMT__REG_IN, memory_order_relaxed);
   ns->count = n;
   ns->generation = ++generation;
+  if (add) {
+    add->inserted_generation = ns->generation;
+    atomic_store_explicit(&add->registry_state, VMT__REG_IN, memory_order_relaxed);
+  }
   atomic_store_explicit(&vmt__current_snapshot, ns, memory_order_seq_cst);
   atomic_store_explicit(&current_count, n, memory_order_relaxed);
   tombstoned = 0;
@@ -127,6 +132,31 @@ static bool contains(const void *const *h, size_t n, const void *p) {
   return false;
 }
 
+/* Generations of the snapshots still protected at this reclamation. Beyond PROTECTED_MAX of
+ * them (64 readers each holding one), the check falls back to "none at or after the oldest". */
+#define PROTECTED_MAX 64
+typedef struct protected_gens {
+  size_t n;
+  bool overflow;
+  uint64_t oldest;
+  uint64_t gen[PROTECTED_MAX];
+} protected_gens_t;
+
+static void protect_gen(protected_gens_t *p, uint64_t g) {
+  if (g < p->oldest) p->oldest = g;
+  if (p->n < PROTECTED_MAX)
+    p->gen[p->n++] = g;
+  else
+    p->overflow = true;
+}
+
+static bool record_visible(const protected_gens_t *p, const vmt_thread_t *t) {
+  if (p->overflow) return t->removed_generation >= p->oldest;
+  for (size_t i = 0; i < p->n; i++)
+    if (p->gen[i] >= t->inserted_generation && p->gen[i] <= t->removed_generation) return true;
+  return false;
+}
+
 static void reclaim(bool wait) {
   if (wait) {
     pthread_mutex_lock(&reclaim_lock);
@@ -143,7 +173,7 @@ static void reclaim(bool wait) {
   size_t nh;
   bool have_hazards = vmt__hazards_collect(&hazards, &nh) == 0;
   size_t freed = 0;
-  uint64_t min_protected = UINT64_MAX;
+  protected_gens_t prot = {.n = 0, .overflow = false, .oldest = UINT64_MAX};
   vmt__snapshot_t *keep_s = kept_snapshots;
   kept_snapshots = NULL;
   for (int pass = 0; pass < 2; pass++) {
@@ -151,7 +181,7 @@ static void reclaim(bool wait) {
     while (s) {
       vmt__snapshot_t *next = s->retire_next;
       if (!have_hazards || contains(hazards, nh, s)) {
-        if (s->generation < min_protected) min_protected = s->generation;
+        protect_gen(&prot, s->generation);
         s->retire_next = kept_snapshots;
         kept_snapshots = s;
       } else {
@@ -167,7 +197,7 @@ static void reclaim(bool wait) {
     vmt_thread_t *t = pass == 0 ? keep_r : records;
     while (t) {
       vmt_thread_t *next = t->retire_next;
-      if (t->removed_generation >= min_protected) {
+      if (record_visible(&prot, t)) {
         t->retire_next = kept_records;
         kept_records = t;
       } else {

@@ -300,6 +300,14 @@ static void a_protected_snapshot_keeps_its_records(void **state) {
   assert_int_equal(__atomic_load_n(&t->magic, __ATOMIC_RELAXED), VMT__THREAD_MAGIC);
   assert_int_equal(vmt_thread_id(t), id);
   assert_null(vmt__snapshot_find(held, id));
+  /* A thread that came and went after the held snapshot is not kept for it. */
+  vmt_thread_t *later;
+  assert_int_equal(vmt_thread_start(&later, return_arg, NULL), 0);
+  assert_int_equal(vmt_thread_join(later, NULL), 0);
+  assert_int_equal(vmt_thread_release(later), 0);
+  vmt__registry_reclaim();
+  assert_int_equal(__atomic_load_n(&later->magic, __ATOMIC_RELAXED), 0);
+  assert_int_equal(__atomic_load_n(&t->magic, __ATOMIC_RELAXED), VMT__THREAD_MAGIC);
   const vmt__snapshot_t *now = vmt__registry_acquire();
   assert_null(vmt__snapshot_find(now, id));
   vmt__registry_release(now);
