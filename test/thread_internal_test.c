@@ -278,6 +278,27 @@ static void many_exits_compact_without_a_start(void **state) {
   for (int i = 0; i < N; i++) vmt_thread_release(t[i]);
 }
 
+static void *read_kernel_name(void *arg) {
+  pthread_getname_np(pthread_self(), arg, 16);
+  return NULL;
+}
+
+static void naming_failure_is_not_fatal(void **state) {
+  (void)state;
+  vmt__fault_arm(VMT__FAULT_SETNAME, 0, 1, EPERM);
+  vmt_thread_options_t o = {.flags = VMT_THREAD_OPT_NAME, .name = "never-named"};
+  char kernel_name[16] = "";
+  vmt_thread_t *t;
+  assert_int_equal(vmt_thread_start_ex(&t, &o, read_kernel_name, kernel_name), 0);
+  assert_int_equal(vmt_thread_join(t, NULL), 0);
+  assert_int_equal(vmt__fault_injected(VMT__FAULT_SETNAME), 1);
+  /* The thread ran under its inherited kernel name; the runtime kept the names it was given. */
+  assert_string_not_equal(kernel_name, "never-named");
+  assert_string_equal(vmt_thread_name(t), "never-named");
+  assert_string_equal(vmt_thread_os_name(t), "never-named");
+  vmt_thread_release(t);
+}
+
 /* ---- reclamation ----------------------------------------------------------------------- */
 static void a_protected_snapshot_keeps_its_records(void **state) {
   (void)state;
@@ -498,6 +519,7 @@ int main(void) {
       cmocka_unit_test_teardown(allocation_failures_leave_nothing_behind, teardown),
       cmocka_unit_test_teardown(exits_tombstone_until_the_next_rebuild, teardown),
       cmocka_unit_test_teardown(many_exits_compact_without_a_start, teardown),
+      cmocka_unit_test_teardown(naming_failure_is_not_fatal, teardown),
       cmocka_unit_test_teardown(a_protected_snapshot_keeps_its_records, teardown),
       cmocka_unit_test_teardown(snapshots_nest_and_stay_sorted, teardown),
       cmocka_unit_test_teardown(stack_size_rule, teardown),
