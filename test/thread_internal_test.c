@@ -135,6 +135,48 @@ static void attach_counts_once(void **state) {
   assert_int_equal(counts().total_started, c0.total_started + 1);
 }
 
+typedef struct cpu_probe {
+  int64_t before_attach, after_attach, before_detach, after_detach;
+} cpu_probe_t;
+
+static void burn_cpu_ms(int ms) {
+  int64_t end = vmt_current_thread_cpu_time(VMT_CPU_TOTAL) + (int64_t)ms * 1000000;
+  volatile uint64_t x = 0;
+  while (vmt_current_thread_cpu_time(VMT_CPU_TOTAL) < end)
+    for (int i = 0; i < 10000; i++) x += (uint64_t)i;
+}
+
+static void *attached_burner(void *arg) {
+  cpu_probe_t *p = arg;
+  burn_cpu_ms(10);  /* before attach: not the category's */
+  p->before_attach = vmt_current_thread_cpu_time(VMT_CPU_TOTAL);
+  vmt_thread_options_t o = {.flags = VMT_THREAD_OPT_CATEGORY, .category = "attached-cpu"};
+  vmt_thread_t *me;
+  vmt_thread_attach(&o, &me);
+  p->after_attach = vmt_current_thread_cpu_time(VMT_CPU_TOTAL);
+  burn_cpu_ms(10);
+  p->before_detach = vmt_current_thread_cpu_time(VMT_CPU_TOTAL);
+  vmt_thread_detach();
+  p->after_detach = vmt_current_thread_cpu_time(VMT_CPU_TOTAL);
+  return NULL;
+}
+
+static void category_cpu_counts_only_the_attached_span(void **state) {
+  (void)state;
+  cpu_probe_t p;
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, attached_burner, &p), 0);
+  pthread_join(th, NULL);
+  vmt__category_t *c = category("attached-cpu");
+  assert_non_null(c);
+  int64_t added = atomic_load(&c->exited_cpu_ns);
+  /* At least what ran between attach and detach, at most what ran from just before the attach
+   * to just after the detach: the 10 ms burnt before attaching are not the category's. */
+  assert_true(added >= p.before_detach - p.after_attach);
+  assert_true(added <= p.after_detach - p.before_attach);
+  assert_int_equal(atomic_load(&c->live), 0);
+}
+
 /* ---- internal threads ------------------------------------------------------------------ */
 static void internal_threads_are_neither_counted_nor_listed(void **state) {
   (void)state;
@@ -514,6 +556,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(counters_are_exact_through_starts_and_exits, teardown),
       cmocka_unit_test_teardown(attach_counts_once, teardown),
+      cmocka_unit_test_teardown(category_cpu_counts_only_the_attached_span, teardown),
       cmocka_unit_test_teardown(internal_threads_are_neither_counted_nor_listed, teardown),
       cmocka_unit_test_teardown(pthread_create_failure_leaves_nothing_behind, teardown),
       cmocka_unit_test_teardown(allocation_failures_leave_nothing_behind, teardown),
