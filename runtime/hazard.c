@@ -17,11 +17,14 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "runtime/thread_impl.h"
 
+/* One cache line per block: a reader's stores to its slots never share a line with another
+ * reader's. */
 typedef struct hazard_block {
-  _Atomic(const vmt__snapshot_t *) slot[VMT__HAZARDS_PER_THREAD];
+  _Alignas(64) _Atomic(const vmt__snapshot_t *) slot[VMT__HAZARDS_PER_THREAD];
   _Atomic bool active;
   struct hazard_block *next;   /* immutable once the block is on the list */
 } hazard_block_t;
@@ -65,8 +68,13 @@ static hazard_block_t *block_get(void) {
       goto have;
   }
   int32_t i = atomic_fetch_add_explicit(&static_used, 1, memory_order_relaxed);
-  b = i < STATIC_BLOCKS ? &static_blocks[i] : calloc(1, sizeof(*b));
-  if (b == NULL) return NULL;
+  if (i < STATIC_BLOCKS) {
+    b = &static_blocks[i];
+  } else {
+    b = aligned_alloc(_Alignof(hazard_block_t), sizeof(*b));
+    if (b == NULL) return NULL;
+    memset(b, 0, sizeof(*b));
+  }
   atomic_store_explicit(&b->active, true, memory_order_relaxed);
   b->next = atomic_load_explicit(&blocks, memory_order_relaxed);
   while (!atomic_compare_exchange_weak_explicit(&blocks, &b->next, b, memory_order_release,

@@ -404,6 +404,39 @@ static void snapshots_nest_and_stay_sorted(void **state) {
   }
 }
 
+static pthread_barrier_t readers_barrier;
+static void *hold_a_snapshot(void *arg) {
+  const vmt__snapshot_t *s = vmt__registry_acquire();
+  *(bool *)arg = s != NULL;
+  pthread_barrier_wait(&readers_barrier);  /* all hold one at once */
+  vmt__registry_release(s);
+  return NULL;
+}
+
+static void more_readers_than_static_hazard_blocks(void **state) {
+  (void)state;
+  enum { READERS = 80 };  /* 64 blocks are static; the rest are allocated, then reused */
+  for (int round = 0; round < 2; round++) {
+    pthread_t th[READERS];
+    bool ok[READERS];
+    pthread_barrier_init(&readers_barrier, NULL, READERS);
+    for (int i = 0; i < READERS; i++)
+      assert_int_equal(pthread_create(&th[i], NULL, hold_a_snapshot, &ok[i]), 0);
+    for (int i = 0; i < READERS; i++) pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&readers_barrier);
+    for (int i = 0; i < READERS; i++) assert_true(ok[i]);
+  }
+  /* Blocks of ended threads are reused: the second round needed no new ones. */
+  assert_true(vmt__hazard_block_count() <= READERS + 8);
+  /* And reclamation still runs (no stale slot pins anything). */
+  vmt_thread_t *t;
+  assert_int_equal(vmt_thread_start(&t, return_arg, NULL), 0);
+  assert_int_equal(vmt_thread_join(t, NULL), 0);
+  assert_int_equal(vmt_thread_release(t), 0);
+  vmt__registry_reclaim();
+  assert_int_equal(__atomic_load_n(&t->magic, __ATOMIC_RELAXED), 0);
+}
+
 /* ---- options ----------------------------------------------------------------------------- */
 static void stack_size_rule(void **state) {
   (void)state;
@@ -565,6 +598,7 @@ int main(void) {
       cmocka_unit_test_teardown(naming_failure_is_not_fatal, teardown),
       cmocka_unit_test_teardown(a_protected_snapshot_keeps_its_records, teardown),
       cmocka_unit_test_teardown(snapshots_nest_and_stay_sorted, teardown),
+      cmocka_unit_test_teardown(more_readers_than_static_hazard_blocks, teardown),
       cmocka_unit_test_teardown(stack_size_rule, teardown),
       cmocka_unit_test_teardown(utf8_validation, teardown),
       cmocka_unit_test_teardown(fork_child_keeps_only_the_forking_thread, teardown),
