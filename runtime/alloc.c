@@ -13,8 +13,13 @@
  * jemalloc's thread state is a static-TLS variable, and so is our anchor below, so the distance
  * between the two is the same in every thread; the probe measures it once and checks it in a
  * second thread. A thread then computes its counter's address from its own anchor: the counter
- * reads 0 until the thread first allocates. If the check fails (jemalloc loaded with dynamic
- * TLS), every thread asks mallctl instead.
+ * reads 0 until the thread first allocates. If the check finds other addresses (jemalloc
+ * loaded with dynamic TLS), every thread asks mallctl instead. If the check cannot run (no
+ * thread could be created for it), new threads get no counters rather than ask jemalloc: a
+ * thread's first jemalloc call must set up its thread cache, and with the address space
+ * exhausted jemalloc 5.3 crashes doing that (seen under RLIMIT_AS, test/exhaustion_linux_test).
+ * The probe runs in the thread that first starts or attaches a thread (vmt__runtime_init), not
+ * in a new thread racing its creator for memory.
  *
  * Reading another thread's counter is a read of that thread's TLS, which disappears with the
  * thread (glibc may unmap or recycle its stack after join). So the owner unpublishes the
@@ -36,7 +41,7 @@ static bool supported;
 static _Atomic int64_t exited_total;
 
 static _Thread_local char tls_anchor __attribute__((tls_model("initial-exec")));
-static bool offsets_valid;
+static enum { OFFSETS_UNCHECKED, OFFSETS_VALID, OFFSETS_DIFFER } offsets = OFFSETS_UNCHECKED;
 /* Distances from tls_anchor, as integers: the two objects are unrelated in C's eyes. */
 static uintptr_t allocated_offset, deallocated_offset;
 
@@ -79,16 +84,21 @@ static void probe(void) {
   allocated_offset = (uintptr_t)a - anchor();
   deallocated_offset = (uintptr_t)d - anchor();
   bool ok = false;
+  pthread_attr_t attr;
   pthread_t helper;
-  if (pthread_create(&helper, NULL, check_offsets, &ok) == 0) {
+  if (pthread_attr_init(&attr) != 0) return;
+  pthread_attr_setstacksize(&attr, vmt__stack_size_rule(1));  /* the smallest we allow */
+  if (pthread_create(&helper, &attr, check_offsets, &ok) == 0) {
     pthread_join(helper, NULL);
-    offsets_valid = ok;
+    offsets = ok ? OFFSETS_VALID : OFFSETS_DIFFER;
   }
+  pthread_attr_destroy(&attr);
 }
 
-/* The calling thread's counters: from the anchor, or from mallctl if the probe said so. */
+/* The calling thread's counters: from the anchor, from mallctl if the probe said so, or none. */
 static int own_counters(const uint64_t **a, const uint64_t **d) {
-  if (!offsets_valid) return counter_pointers(a, d);
+  if (offsets == OFFSETS_DIFFER) return counter_pointers(a, d);
+  if (offsets == OFFSETS_UNCHECKED) return -ENOTSUP;
   int err = vmt__fault_hit(VMT__FAULT_MALLCTL);  /* the same seam: "counters unavailable" */
   if (err) return err;
   *a = (const uint64_t *)(anchor() + allocated_offset);

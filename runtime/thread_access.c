@@ -80,6 +80,9 @@ static void init(void) {
    * handler (which clears its tid cache) before ours, which re-binds the surviving thread. */
   vmt_os_current_tid();
   pthread_atfork(fork_prepare, fork_parent, fork_child);
+  /* Decide allocation-counter support here, in the thread that starts the first thread, while
+   * nothing races it for memory (alloc.c). */
+  vmt__alloc_supported();
 }
 
 void vmt__runtime_init(void) { pthread_once(&init_once, init); }
