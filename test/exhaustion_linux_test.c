@@ -148,10 +148,16 @@ static int exhaust(const char *how, size_t stack_size) {
   }
   CHECK(32, vmt_mx_get_thread_count() == live0);
 
-  rel_figure_text("exhaustion", how, "threads_before_refusal=%d refusal=%s refusals=%d "
-                  "sigquit_dump=%s",
-                  n, rc == -EAGAIN ? "EAGAIN" : "ENOMEM", refusals,
-                  src == 0 ? "started" : src == -EAGAIN ? "EAGAIN" : "ENOMEM");
+  /* The figure goes back to the test process through a pipe: this child may have become a
+   * user that cannot write the figures file. */
+  char line[256];
+  int n_line = snprintf(line, sizeof(line), "%s threads_before_refusal=%d refusal=%s refusals=%d "
+                     "sigquit_dump=%s",
+                     how, n, rc == -EAGAIN ? "EAGAIN" : "ENOMEM", refusals,
+                     src == 0 ? "started" : src == -EAGAIN ? "EAGAIN" : "ENOMEM");
+  const char *fd = getenv("VMT_EXHAUSTION_FD");
+  if (fd && n_line > 0 && write(atoi(fd), line, (size_t)n_line) != n_line)
+    return ROLE_SETUP_FAILED;
   return ROLE_OK;
 }
 
@@ -199,9 +205,15 @@ static char **self_argv;
 
 /* Forks; the child (optionally in a new PID namespace) runs this binary again in `role`. */
 static int run_role(const char *role, bool new_pid_namespace) {
+  int figure_pipe[2];
+  if (pipe(figure_pipe) != 0) return -1;
   pid_t outer = fork();
   if (outer < 0) return -1;
   if (outer == 0) {
+    close(figure_pipe[0]);
+    char fd[16];
+    snprintf(fd, sizeof(fd), "%d", figure_pipe[1]);
+    setenv("VMT_EXHAUSTION_FD", fd, 1);
     if (new_pid_namespace && unshare(CLONE_NEWPID) != 0) _exit(100 + errno);
     pid_t inner = fork();
     if (inner < 0) _exit(2);
@@ -219,8 +231,20 @@ static int run_role(const char *role, bool new_pid_namespace) {
     if (waitpid(inner, &st, 0) != inner) _exit(2);
     _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
   }
+  close(figure_pipe[1]);
+  char line[256];
+  ssize_t got = read(figure_pipe[0], line, sizeof(line) - 1);
+  close(figure_pipe[0]);
   int status;
   if (waitpid(outer, &status, 0) != outer || !WIFEXITED(status)) return -1;
+  if (got > 0 && WEXITSTATUS(status) == ROLE_OK) {
+    line[got] = '\0';
+    char *rest = strchr(line, ' ');
+    if (rest) {
+      *rest++ = '\0';
+      rel_figure_text("exhaustion", line, "%s", rest);
+    }
+  }
   return WEXITSTATUS(status);
 }
 
