@@ -105,10 +105,14 @@ extern _Thread_local vmt_thread_t *vmt__current __attribute__((tls_model("initia
 void vmt__monitor_thread_end(vmt_thread_t *t);
 
 /* ---- Registry (registry.c) -------------------------------------------------------------- *
- * An immutable, id-sorted snapshot of the live threads (counted and internal), replaced
- * copy-on-write by starts and exits. A reader protects the current snapshot with a hazard
- * pointer; every record in a protected snapshot stays allocated until the reader releases it.
- * Starts and exits never wait for readers: retired snapshots and records are reclaimed later.
+ * An immutable, id-sorted array of the live threads (counted and internal), replaced
+ * copy-on-write by starts. An exit does not copy: it tombstones its record in place (the
+ * record's registry_state), and a later start or compaction drops it. So a snapshot's array may
+ * hold records that have left: walkers skip what vmt__thread_is_listed() refuses, lookups go
+ * through vmt__snapshot_find(). A reader protects the current snapshot with a hazard pointer;
+ * every record in a protected snapshot stays allocated (and is not recycled) until the reader
+ * releases it. Starts and exits never wait for readers: retired snapshots and records are
+ * reclaimed later.
  */
 typedef struct vmt__snapshot {
   uint64_t generation;
@@ -131,8 +135,8 @@ vmt_thread_t *vmt__snapshot_find(const vmt__snapshot_t *snap, int64_t id);
  * and record no reader protects, waiting for a concurrent reclamation to finish. Starts and
  * exits do this themselves, amortised; tests call it. */
 void vmt__registry_reclaim(void);
-/* True for a thread management code lists (started or attached, not internal, not yet
- * TERMINATED). */
+/* True for a thread management code lists (started or attached, counted, not internal, still
+ * in the registry, not TERMINATED). */
 bool vmt__thread_is_listed(const vmt_thread_t *t);
 
 typedef struct vmt__counts {
