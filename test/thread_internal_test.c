@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -325,6 +326,30 @@ static void *read_kernel_name(void *arg) {
   return NULL;
 }
 
+static void *report_tid(void *arg) {
+  *(pid_t *)arg = (pid_t)syscall(SYS_gettid);
+  return NULL;
+}
+
+static void tid_waits_for_the_child_when_the_parent_cannot_know_it(void **state) {
+  (void)state;
+  /* As on a platform without CLONE_PARENT_SETTID: the parent's bind fails, the child publishes
+   * its own tid, and tid() waits for that (or finds it published). */
+  for (int i = 0; i < 20; i++) {
+    vmt__fault_arm(VMT__FAULT_GETCPUCLOCKID, 0, 1, ESRCH);
+    pid_t seen = 0;
+    vmt_thread_t *t;
+    assert_int_equal(vmt_thread_start(&t, report_tid, &seen), 0);
+    pid_t tid = vmt_thread_tid(t);
+    assert_int_equal(vmt_thread_join(t, NULL), 0);
+    assert_int_equal(vmt__fault_injected(VMT__FAULT_GETCPUCLOCKID), 1);
+    assert_true(tid > 0);
+    assert_int_equal(tid, seen);
+    vmt_thread_release(t);
+    vmt__fault_disarm_all();
+  }
+}
+
 static void naming_failure_is_not_fatal(void **state) {
   (void)state;
   vmt__fault_arm(VMT__FAULT_SETNAME, 0, 1, EPERM);
@@ -595,6 +620,8 @@ int main(void) {
       cmocka_unit_test_teardown(allocation_failures_leave_nothing_behind, teardown),
       cmocka_unit_test_teardown(exits_tombstone_until_the_next_rebuild, teardown),
       cmocka_unit_test_teardown(many_exits_compact_without_a_start, teardown),
+      cmocka_unit_test_teardown(tid_waits_for_the_child_when_the_parent_cannot_know_it,
+                                teardown),
       cmocka_unit_test_teardown(naming_failure_is_not_fatal, teardown),
       cmocka_unit_test_teardown(a_protected_snapshot_keeps_its_records, teardown),
       cmocka_unit_test_teardown(snapshots_nest_and_stay_sorted, teardown),
