@@ -12,8 +12,9 @@
  *   the way out (return, vmt_thread_exit(), or cancellation) it becomes TERMINATED, leaves the
  *   registry, adds its CPU time and allocations to the totals, and only then wakes joiners.
  * - The record is reference counted: the creator holds one reference (returned by start) and
- *   the running thread holds one. vmt_thread_release() drops the creator's; the record is freed
- *   when both are gone. Until then every accessor below is valid, even after termination.
+ *   the running thread holds one (the registry keeps one more while readers may see it).
+ *   vmt_thread_release() drops the creator's; the record goes back to the runtime's pool when
+ *   all are gone. Until then every accessor below is valid, even after termination.
  *
  * Foreign threads (the VM's main thread, a thread of another library) join with
  * vmt_thread_attach() and leave with vmt_thread_detach().
