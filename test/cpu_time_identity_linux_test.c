@@ -118,14 +118,6 @@ static void unpublish(void) {
   while (atomic_load(&querier_busy)) sched_yield();
 }
 
-/* Writes v to a /proc/sys file; 0 or -errno. */
-static int write_sysctl(const char *path, long v) {
-  FILE *f = fopen(path, "w");
-  if (f == NULL) return -errno;
-  fprintf(f, "%ld", v);
-  return fclose(f) == 0 ? 0 : -errno;
-}
-
 /* Runs `lifetimes` sleeper targets under the querier. With force_reuse, after every
  * FORCE_EVERY-th joined target a busy thread is created with the target's tid (ns_last_pid)
  * and the stale handle is read. */
@@ -165,7 +157,7 @@ static void run_targets(int64_t lifetimes, bool force_reuse, outcome_t *o) {
     if (force_reuse && tid > 1 && i % FORCE_EVERY == 0) {
       vmt_thread_t *r = NULL;
       o->forced_tries++;
-      if (write_sysctl("/proc/sys/kernel/ns_last_pid", tid - 1) == 0 &&
+      if (rel_write_sysctl("/proc/sys/kernel/ns_last_pid", tid - 1) == 0 &&
           vmt_thread_start(&r, recycler, NULL) == 0) {
         bool same = vmt_thread_tid(r) == tid;
         if (same) o->forced_reuse++;
@@ -228,7 +220,7 @@ static char **self_argv;
 
 /* The namespace child's work. */
 static int ns_child_main(void) {
-  if (write_sysctl("/proc/sys/kernel/pid_max", 400) != 0) return CHILD_NO_PIDMAX;
+  if (rel_write_sysctl("/proc/sys/kernel/pid_max", 400) != 0) return CHILD_NO_PIDMAX;
   outcome_t o;
   int64_t n = (int64_t)rel_env_number("VMT_IDENTITY_NS_LIFETIMES", 500);
   run_targets(n, true, &o);

@@ -161,13 +161,6 @@ static int exhaust(const char *how, size_t stack_size) {
   return ROLE_OK;
 }
 
-static int write_sysctl(const char *path, long v) {
-  FILE *f = fopen(path, "w");
-  if (f == NULL) return -errno;
-  fprintf(f, "%ld", v);
-  return fclose(f) == 0 ? 0 : -errno;
-}
-
 /* Reads this process's address-space size (VmSize) in bytes, or 0. */
 static size_t vm_size(void) {
   FILE *f = fopen("/proc/self/status", "r");
@@ -182,7 +175,7 @@ static size_t vm_size(void) {
 
 static int role_main(const char *role) {
   if (strcmp(role, "pid_max") == 0) {
-    if (write_sysctl("/proc/sys/kernel/pid_max", 400) != 0) return ROLE_SETUP_FAILED;
+    if (rel_write_sysctl("/proc/sys/kernel/pid_max", 400) != 0) return ROLE_SETUP_FAILED;
     return exhaust("pid_max_400_in_a_pid_namespace", 64 * 1024);
   }
   if (strcmp(role, "nproc") == 0) {

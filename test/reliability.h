@@ -12,6 +12,7 @@
 #ifndef VMT_TEST_RELIABILITY_H
 #define VMT_TEST_RELIABILITY_H
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,6 +37,14 @@ static inline void rel_burn_cpu_ns(int64_t ns) {
   volatile uint64_t x = 1;
   while (rel_cpu_ns() < until)
     for (int i = 0; i < 1000; i++) x = x * 6364136223846793005ull + 1442695040888963407ull;
+}
+
+/* Writes v to a /proc/sys file (a namespace's own pid_max or ns_last_pid); 0 or -errno. */
+static inline int rel_write_sysctl(const char *path, long v) {
+  FILE *f = fopen(path, "w");
+  if (f == NULL) return -errno;
+  fprintf(f, "%ld", v);
+  return fclose(f) == 0 ? 0 : -errno;
 }
 
 /* A positive number from the environment, or def when unset or malformed. */
