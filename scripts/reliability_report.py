@@ -120,7 +120,8 @@ def section_summary(results, figs):
 
 def section_storm(f):
     out = ["Default build, %s s, %s creating threads and %s querying threads on %s cores; "
-           "peak %s live threads, %s distinct records (the pool recycles them).\n" % (
+           "at most %s live threads seen by the queriers, %s distinct records (the pool recycles "
+           "them).\n" % (
                "%.1f" % (int(one(f, "storm", "seconds_ms")) / 1000.0),
                one(f, "storm", "creators"), one(f, "storm", "queriers"),
                one(f, "storm", "cores"), one(f, "storm", "peak_live"),
@@ -133,7 +134,7 @@ def section_storm(f):
     for key in ["snapshot_walks", "record_queries", "cpu_time_reads", "cpu_time_answers",
                 "count_reads", "id_lookups", "mx_count_reads", "mx_id_lists", "mx_thread_infos",
                 "mx_thread_info_arrays", "mx_cpu_user_time_by_id", "mx_time_and_alloc_arrays",
-                "mx_allocated_bytes_by_id", "mx_dumps", "mx_deadlock_scans"]:
+                "mx_allocated_bytes_by_id", "mx_dumps", "mx_deadlock_scans", "mx_switches"]:
         out.append("| %s | %s |" % (key.replace("_", " "), fmt(one(f, "storm", key, "0"))))
     return "\n".join(out) + "\n"
 
