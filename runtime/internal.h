@@ -77,6 +77,7 @@ struct vmt_thread {
   bool ended_uncounted;              /* left before start counted it (counted as started only) */
   uint64_t inserted_generation;      /* generation of the first snapshot that held it */
   uint64_t removed_generation;       /* generation of the last snapshot that held it */
+  struct vmt_thread *tomb_next;      /* tombstones of the current snapshot */
   struct vmt_thread *retire_next;    /* retired-record list, then the record pool */
   /* Readers of *allocatedp in progress (alloc.c): the owner waits for them (a few ns) before
    * its thread-local counters can go away. */
