@@ -102,7 +102,12 @@ def section_summary(results, figs):
                                fmt(one(f, "identity_recycled", "tids_repeated", "0"))))
     row("wrong-thread answers", lambda f: fmt(int(one(f, "identity", "wrong_answers")) +
                                              int(one(f, "identity_recycled", "wrong_answers", "0"))))
-    row("faults injected (all seams)", lambda f: fmt(one(f, "faults", "injected_total")))
+    row("faults injected (all seams): sweep + during a storm",
+        lambda f: "%s + %s" % (fmt(one(f, "faults", "injected_total")),
+                               fmt(one(f, "storm_faults", "injected_total"))))
+    row("thread lifetimes in the storm with faults (refused starts/attaches)",
+        lambda f: "%s (%s)" % (fmt(one(f, "storm_faults", "lifetimes")),
+                               fmt(one(f, "storm_faults", "refused_starts_and_attaches"))))
     row("bad inputs tried / functions", lambda f: "%s / %s" % (
         fmt(one(f, "badinput", "calls")), one(f, "badinput", "functions")))
     row("bad inputs answered other than documented",
@@ -165,7 +170,20 @@ def section_faults(figs):
             fmt(always["all seams"]["minus_one_answers"]),
             fmt(always["all seams"]["injected"])))
     out.append("")
-    out.append("Totals by build: " + ", ".join(
+    out.append("During the storm with faults, one seam at a time armed at a random one of its next "
+               "50 calls, every 100 us (default / asan / tsan):")
+    out.append("")
+    out.append("| seam | injected |")
+    out.append("|---|---|")
+    per = collections.OrderedDict()
+    for c in CONFIGS:
+        for v in figs[c].get(("storm_faults", "injected"), []):
+            name, count = v.rsplit(" ", 1)
+            per.setdefault(name, {})[c] = fmt(count)
+    for name, d in per.items():
+        out.append("| %s | %s |" % (name, " / ".join(d.get(c, "n/a") for c in CONFIGS)))
+    out.append("")
+    out.append("Totals of the sweep by build: " + ", ".join(
         "%s %s" % (c, fmt(one(figs[c], "faults", "injected_total", "n/a"))) for c in CONFIGS) +
         " faults injected.")
     return "\n".join(out) + "\n"

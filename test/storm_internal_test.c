@@ -42,7 +42,11 @@ typedef struct storm {
   int64_t deadline_ns;
   int64_t max_lifetimes;
   _Atomic int64_t claimed;
-  _Atomic int64_t finished;           /* lifetimes whose creator is done with them */
+  _Atomic int64_t finished;           /* lifetimes that ran (started or attached) */
+  /* The fault storm: seams fire at random while everything runs (storm_with_faults). */
+  bool faults;
+  _Atomic int64_t refused;            /* starts and attaches refused by an injected fault */
+  _Atomic int64_t injected[VMT__FAULT_SITE_COUNT];
   _Atomic int64_t by_kind[KINDS];
   _Atomic int64_t start_retries;      /* EAGAIN from an overloaded machine: retried */
   _Atomic int32_t max_live_seen;      /* the largest live count a querier read */
@@ -65,6 +69,9 @@ typedef struct storm {
 } storm_t;
 
 static storm_t storm;
+
+/* An error an injected fault may cause (and nothing else may). */
+#define FAULTED(rc) (storm.faults && ((rc) == -ENOMEM || (rc) == -EAGAIN))
 
 #define STORM_CHECK(cond, ...)                                                            \
   do {                                                                                    \
@@ -100,6 +107,7 @@ static void remember_record(vmt_thread_t *t) {
 typedef struct body_arg {
   int64_t index;
   int kind;
+  bool refused;   /* a foreign thread's attach was refused (fault storm) */
 } body_arg_t;
 
 static void do_work(int64_t index) {
@@ -112,7 +120,8 @@ static void do_work(int64_t index) {
   STORM_CHECK(vmt_monitor_exit(m) == 0, "monitor exit failed");
   vmt_thread_t *self = vmt_thread_current();
   STORM_CHECK(self != NULL, "a runtime thread without a current record");
-  STORM_CHECK(vmt_thread_cpu_time(self, VMT_CPU_TOTAL) >= 0, "own CPU time unreadable");
+  STORM_CHECK(vmt_thread_cpu_time(self, VMT_CPU_TOTAL) >= (storm.faults ? -1 : 0),
+              "own CPU time unreadable");
   if (index % 16 == 0) vmt_park(1000);        /* 1 us: a timed wait that times out */
   if (index % 16 == 8) vmt_sleep_ns(1000);
 }
@@ -135,6 +144,10 @@ static void *foreign_body(void *arg) {
                             .category = "storm-foreign"};
   vmt_thread_t *t = NULL;
   int rc = vmt_thread_attach(a->index % 2 ? &o : NULL, &t);
+  if (FAULTED(rc)) {
+    a->refused = true;
+    return NULL;
+  }
   STORM_CHECK(rc == 0, "attach failed: %d", rc);
   if (rc != 0) return NULL;
   atomic_store(&storm.ids[a->index], vmt_thread_id(t));
@@ -163,6 +176,7 @@ static void one_lifetime(int64_t index) {
   if (a == NULL) abort();
   a->index = index;
   a->kind = kind;
+  a->refused = false;
   vmt_thread_options_t o = {0};
   if (kind == 1) {
     o.flags = VMT_THREAD_OPT_DAEMON | VMT_THREAD_OPT_CATEGORY | VMT_THREAD_OPT_STACK_SIZE;
@@ -183,6 +197,7 @@ static void one_lifetime(int64_t index) {
     case 2:
     case 3:
       rc = start_retrying(&t, kind == 0 || kind == 3 ? NULL : &o, a);
+      if (FAULTED(rc)) goto refused;
       STORM_CHECK(rc == 0, "start failed: %d", rc);
       if (rc) break;
       atomic_store(&storm.ids[index], vmt_thread_id(t));
@@ -200,6 +215,7 @@ static void one_lifetime(int64_t index) {
       break;
     case 4:
       rc = start_retrying(&t, NULL, a);
+      if (FAULTED(rc)) goto refused;
       STORM_CHECK(rc == 0, "start failed: %d", rc);
       if (rc) break;
       atomic_store(&storm.ids[index], vmt_thread_id(t));
@@ -209,6 +225,7 @@ static void one_lifetime(int64_t index) {
       break;
     case 5:
       rc = start_retrying(&t, NULL, a);
+      if (FAULTED(rc)) goto refused;
       STORM_CHECK(rc == 0, "start failed: %d", rc);
       if (rc) break;
       atomic_store(&storm.ids[index], vmt_thread_id(t));
@@ -228,12 +245,21 @@ static void one_lifetime(int64_t index) {
       }
       STORM_CHECK(err == 0, "pthread_create: %d", err);
       if (err == 0) pthread_join(p, NULL);
+      bool attach_refused = a->refused;
       free(a);
+      if (attach_refused) {
+        atomic_fetch_add(&storm.refused, 1);
+        return;
+      }
       break;
     }
   }
   atomic_fetch_add(&storm.by_kind[kind], 1);
   atomic_fetch_add(&storm.finished, 1);
+  return;
+refused:
+  free(a);
+  atomic_fetch_add(&storm.refused, 1);
 }
 
 static void *creator(void *arg) {
@@ -276,7 +302,7 @@ static void query_record(const vmt__snapshot_t *snap, vmt_thread_t *t) {
 
 static void query_round(uint64_t round) {
   const vmt__snapshot_t *snap = vmt__registry_acquire();
-  STORM_CHECK(snap != NULL, "registry acquire failed");
+  STORM_CHECK(snap != NULL || storm.faults, "registry acquire failed");
   if (snap == NULL) return;
   atomic_fetch_add_explicit(&storm.snapshot_walks, 1, memory_order_relaxed);
   int64_t prev = 0;
@@ -338,6 +364,7 @@ static void mx_round(uint64_t round) {
   int64_t *ids = NULL;
   size_t n = 0;
   int rc = vmt_mx_get_all_thread_ids(&ids, &n);
+  if (FAULTED(rc)) return;
   STORM_CHECK(rc == 0, "get_all_thread_ids: %d", rc);
   if (rc != 0) return;
   atomic_fetch_add_explicit(&storm.mx_id_lists, 1, memory_order_relaxed);
@@ -345,7 +372,7 @@ static void mx_round(uint64_t round) {
     STORM_CHECK(ids[i] > 0 && (i == 0 || ids[i] > ids[i - 1]), "ids not ascending");
     vmt_thread_info_t *info = NULL;
     rc = vmt_mx_get_thread_info(ids[i], (int32_t)(round % 3), &info);
-    STORM_CHECK(rc == 0, "get_thread_info: %d", rc);
+    STORM_CHECK(rc == 0 || FAULTED(rc), "get_thread_info: %d", rc);
     atomic_fetch_add_explicit(&storm.mx_infos, 1, memory_order_relaxed);
     if (info) {
       STORM_CHECK(info->id == ids[i], "ThreadInfo of %lld is about %lld", (long long)ids[i],
@@ -355,25 +382,30 @@ static void mx_round(uint64_t round) {
       vmt_mx_thread_info_free(info);
     }
     int64_t cpu = -2, user = -2, bytes = -2;
-    STORM_CHECK(vmt_mx_get_thread_cpu_time(ids[i], &cpu) == 0 && cpu >= -1, "mx cpu time");
-    STORM_CHECK(vmt_mx_get_thread_user_time(ids[i], &user) == 0 && user >= -1, "mx user time");
+    rc = vmt_mx_get_thread_cpu_time(ids[i], &cpu);
+    STORM_CHECK((rc == 0 && cpu >= -1) || FAULTED(rc), "mx cpu time");
+    rc = vmt_mx_get_thread_user_time(ids[i], &user);
+    STORM_CHECK((rc == 0 && user >= -1) || FAULTED(rc), "mx user time");
     rc = vmt_mx_get_thread_allocated_bytes(ids[i], &bytes);
-    STORM_CHECK(alloc_supported ? rc == 0 && bytes >= -1 : rc == -ENOTSUP, "mx allocated bytes");
+    STORM_CHECK(FAULTED(rc) || (alloc_supported ? rc == 0 && bytes >= -1 : rc == -ENOTSUP),
+                "mx allocated bytes");
     atomic_fetch_add_explicit(&storm.mx_times, 2, memory_order_relaxed);
     atomic_fetch_add_explicit(&storm.mx_alloc, 1, memory_order_relaxed);
   }
   if (n > 0) {
     int64_t *out = malloc(n * sizeof(*out));
     if (out == NULL) abort();
-    STORM_CHECK(vmt_mx_get_thread_cpu_time_array(ids, n, out) == 0, "cpu time array");
-    STORM_CHECK(vmt_mx_get_thread_user_time_array(ids, n, out) == 0, "user time array");
+    rc = vmt_mx_get_thread_cpu_time_array(ids, n, out);
+    STORM_CHECK(rc == 0 || FAULTED(rc), "cpu time array");
+    rc = vmt_mx_get_thread_user_time_array(ids, n, out);
+    STORM_CHECK(rc == 0 || FAULTED(rc), "user time array");
     rc = vmt_mx_get_thread_allocated_bytes_array(ids, n, out);
-    STORM_CHECK(alloc_supported ? rc == 0 : rc == -ENOTSUP, "alloc array");
+    STORM_CHECK(FAULTED(rc) || (alloc_supported ? rc == 0 : rc == -ENOTSUP), "alloc array");
     atomic_fetch_add_explicit(&storm.mx_time_arrays, 3, memory_order_relaxed);
     free(out);
     vmt_thread_info_t **infos = NULL;
     rc = vmt_mx_get_thread_info_array(ids, n, true, true, 2, &infos);
-    STORM_CHECK(rc == 0, "get_thread_info_array: %d", rc);
+    STORM_CHECK(rc == 0 || FAULTED(rc), "get_thread_info_array: %d", rc);
     if (rc == 0) {
       for (size_t i = 0; i < n; i++)
         STORM_CHECK(infos[i] == NULL || infos[i]->id == ids[i], "array ThreadInfo mismatch");
@@ -396,19 +428,21 @@ static void mx_round(uint64_t round) {
   if (round % 8 == 0) {
     vmt_thread_info_t **all = NULL;
     size_t count = 0;
-    STORM_CHECK(vmt_mx_dump_all_threads(true, true, 4, &all, &count) == 0, "dump_all_threads");
-    if (all) vmt_mx_thread_info_array_free(all, count);
+    rc = vmt_mx_dump_all_threads(true, true, 4, &all, &count);
+    STORM_CHECK(rc == 0 || FAULTED(rc), "dump_all_threads");
+    if (rc == 0 && all) vmt_mx_thread_info_array_free(all, count);
     char *text = NULL;
     size_t len = 0;
-    STORM_CHECK(vmt_mx_thread_dump_to_string(&text, &len) == 0 && text != NULL &&
-                    strlen(text) == len,
+    rc = vmt_mx_thread_dump_to_string(&text, &len);
+    STORM_CHECK((rc == 0 && text != NULL && strlen(text) == len) || FAULTED(rc),
                 "thread_dump_to_string");
-    free(text);
+    if (rc == 0) free(text);
     atomic_fetch_add_explicit(&storm.mx_dumps, 2, memory_order_relaxed);
     int64_t *dl = NULL;
     size_t dn = 0;
-    STORM_CHECK(vmt_mx_find_deadlocked_threads(&dl, &dn) == 0 && dn == 0, "deadlock found");
-    vmt_mx_ids_free(dl);
+    rc = vmt_mx_find_deadlocked_threads(&dl, &dn);
+    STORM_CHECK((rc == 0 && dn == 0) || FAULTED(rc), "deadlock found");
+    if (rc == 0) vmt_mx_ids_free(dl);
     atomic_fetch_add_explicit(&storm.mx_deadlock_scans, 1, memory_order_relaxed);
   }
 }
@@ -434,9 +468,41 @@ static int cmp_i64(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static void lifecycle_storm(void **state) {
-  (void)state;
-  double seconds = rel_env_number("VMT_STORM_SECONDS", 2);
+/* Arms one seam at a time, at a random call among its next 50, every 100 us. */
+static const int seam_errno[VMT__FAULT_SITE_COUNT] = {
+    [VMT__FAULT_ALLOC] = ENOMEM,         [VMT__FAULT_PTHREAD_CREATE] = EAGAIN,
+    [VMT__FAULT_SETNAME] = ERANGE,       [VMT__FAULT_CLOCK] = EINVAL,
+    [VMT__FAULT_GETCPUCLOCKID] = ESRCH,  [VMT__FAULT_MALLCTL] = ENOENT,
+};
+static const char *const seam_names[VMT__FAULT_SITE_COUNT] = {
+    [VMT__FAULT_ALLOC] = "allocation",   [VMT__FAULT_PTHREAD_CREATE] = "pthread_create",
+    [VMT__FAULT_SETNAME] = "pthread_setname_np", [VMT__FAULT_CLOCK] = "clock_read",
+    [VMT__FAULT_GETCPUCLOCKID] = "pthread_getcpuclockid", [VMT__FAULT_MALLCTL] = "mallctl",
+};
+static _Atomic bool injector_stop;
+
+static void *injector(void *arg) {
+  (void)arg;
+  unsigned seed = 12345;
+  while (!atomic_load(&injector_stop)) {
+    int site = (int)(rand_r(&seed) % VMT__FAULT_SITE_COUNT);
+    /* Arming resets the site's count: collect it first. */
+    atomic_fetch_add(&storm.injected[site], vmt__fault_injected((vmt__fault_site_t)site));
+    vmt__fault_arm((vmt__fault_site_t)site, (int)(rand_r(&seed) % 50), 1, seam_errno[site]);
+    usleep(100);
+  }
+  vmt__fault_disarm_all();
+  for (int site = 0; site < VMT__FAULT_SITE_COUNT; site++)
+    atomic_fetch_add(&storm.injected[site], vmt__fault_injected((vmt__fault_site_t)site));
+  return NULL;
+}
+
+static void *empty_body(void *arg) { return arg; }
+
+static void run_storm(const char *T, bool faults, double seconds) {
+  memset(&storm, 0, sizeof(storm));
+  storm.faults = faults;
+  atomic_store(&injector_stop, false);
   storm.max_lifetimes = (int64_t)rel_env_number("VMT_STORM_LIFETIMES", 200000);
   storm.ids = calloc((size_t)storm.max_lifetimes, sizeof(*storm.ids));
   assert_non_null(storm.ids);
@@ -457,8 +523,21 @@ static void lifecycle_storm(void **state) {
   /* Two registry walkers (internal view) and one management-API poller. */
   for (int i = 0; i < queriers; i++)
     assert_int_equal(pthread_create(&qr[i], NULL, i == 0 ? mx_querier : querier, NULL), 0);
+  pthread_t inj;
+  if (faults) assert_int_equal(pthread_create(&inj, NULL, injector, NULL), 0);
   for (int i = 0; i < creators; i++) assert_int_equal(pthread_create(&cr[i], NULL, creator, NULL), 0);
   for (int i = 0; i < creators; i++) pthread_join(cr[i], NULL);
+  if (faults) {
+    atomic_store(&injector_stop, true);
+    pthread_join(inj, NULL);
+    /* A clean start and exit rebuilds the snapshot, dropping what exits without memory
+     * tombstoned. */
+    vmt_thread_t *t;
+    assert_int_equal(vmt_thread_start(&t, empty_body, NULL), 0);
+    assert_int_equal(vmt_thread_join(t, NULL), 0);
+    assert_int_equal(vmt_thread_release(t), 0);
+  }
+  int64_t cleanup_starts = faults ? 1 : 0;
 
   /* Released-while-running threads finish on their own: wait (poll) for the live count. */
   int64_t wait_deadline = rel_now_ns() + 30LL * 1000 * 1000 * 1000;
@@ -481,7 +560,7 @@ static void lifecycle_storm(void **state) {
   vmt__registry_counts(&c);
   assert_int_equal(c.live, c0.live);
   assert_int_equal(c.daemon, c0.daemon);
-  assert_int_equal(c.total_started, c0.total_started + lifetimes);
+  assert_int_equal(c.total_started, c0.total_started + lifetimes + cleanup_starts);
   assert_true(c.peak >= c.live);   /* the poller resets the peak now and then */
   for (vmt__category_t *cat = vmt__categories(); cat; cat = cat->next)
     if (strncmp(cat->name, "storm", 5) == 0) assert_int_equal(atomic_load(&cat->live), 0);
@@ -515,8 +594,18 @@ static void lifecycle_storm(void **state) {
   for (int64_t i = 1; i < n; i++) assert_true(ids[i] > ids[i - 1]);
   free(ids);
 
-  const char *T = "storm";
   rel_figure_text(T, "build", "%s", rel_build_flavour());
+  if (faults) {
+    int64_t total = 0;
+    for (int site = 0; site < VMT__FAULT_SITE_COUNT; site++) {
+      rel_figure_text(T, "injected", "%s %lld", seam_names[site],
+                      (long long)atomic_load(&storm.injected[site]));
+      total += atomic_load(&storm.injected[site]);
+    }
+    rel_figure(T, "injected_total", total);
+    rel_figure(T, "refused_starts_and_attaches", atomic_load(&storm.refused));
+    assert_true(total > 0);
+  }
   rel_figure(T, "seconds_ms", elapsed_ns / 1000000);
   rel_figure(T, "cores", cores);
   rel_figure(T, "creators", creators);
@@ -567,9 +656,23 @@ static void lifecycle_storm(void **state) {
   free(storm.ids);
 }
 
+static void lifecycle_storm(void **state) {
+  (void)state;
+  run_storm("storm", false, rel_env_number("VMT_STORM_SECONDS", 2));
+}
+
+/* The same storm while every seam fails now and then: starts, attaches and queries may be
+ * refused with -ENOMEM or -EAGAIN, times may answer -1, and at the end everything must still
+ * add up exactly. */
+static void lifecycle_storm_with_faults(void **state) {
+  (void)state;
+  run_storm("storm_faults", true, rel_env_number("VMT_STORM_FAULT_SECONDS", 1));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(lifecycle_storm),
+      cmocka_unit_test(lifecycle_storm_with_faults),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
