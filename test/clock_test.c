@@ -17,14 +17,8 @@
 
 #include <cmocka.h>
 
+#include "test/cpu_burn.h"
 #include "vmthread.h"
-
-static void burn_cpu_ms(int ms) {
-  int64_t until = vmt_current_thread_cpu_time(VMT_CPU_TOTAL) + (int64_t)ms * 1000000;
-  volatile uint64_t x = 0;
-  while (vmt_current_thread_cpu_time(VMT_CPU_TOTAL) < until)
-    for (int i = 0; i < 10000; i++) x += (uint64_t)i;
-}
 
 typedef struct worker {
   _Atomic int stage;   /* 1: burned and parked; 2: may return */

@@ -70,12 +70,6 @@ static void no_deadlock_gives_null_and_no_section(void **state) {
   gate_destroy(&g);
 }
 
-static void *enter_and_leave(void *arg) {
-  vmt_monitor_enter(arg);
-  vmt_monitor_exit(arg);
-  return NULL;
-}
-
 static void dump_shows_held_and_wanted_locks(void **state) {
   (void)state;
   vmt_thread_t *self;

@@ -153,12 +153,6 @@ static void fields_and_locked_monitors_and_synchronizers(void **state) {
   gate_destroy(&h.gate);
 }
 
-static void *enter_and_leave(void *arg) {
-  vmt_monitor_enter(arg);
-  vmt_monitor_exit(arg);
-  return NULL;
-}
-
 static void blocked_thread_reports_lock_owner_and_contention(void **state) {
   (void)state;
   vmt_thread_t *self;

@@ -1,7 +1,8 @@
 /*
  * test/mx_util.h: what the management tests share: a gate that holds threads at a known point
  * (a plain pthread condition, so the runtime under test is not what holds them), thread start
- * helpers with options, and polling for a thread state with a generous deadline (a polled
+ * helpers with options, a body that enters and leaves a monitor, a CPU burner
+ * (test/cpu_burn.h), and polling for a thread state with a generous deadline (a polled
  * condition, never a timing assertion).
  */
 #ifndef VMT_TEST_MX_UTIL_H
@@ -15,6 +16,8 @@
 #include <time.h>
 
 #include <vmthread.h>
+
+#include "test/cpu_burn.h"
 
 typedef struct gate {
   pthread_mutex_t mu;
@@ -126,15 +129,11 @@ static inline bool ids_contain(const int64_t *ids, size_t n, int64_t id) {
   return false;
 }
 
-/* Burns about ms of CPU time of the calling thread. */
-static inline void burn_cpu_ms(int ms) {
-  struct timespec a, b;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
-  volatile uint64_t x = 1;
-  do {
-    for (int i = 0; i < 10000; i++) x = x * 6364136223846793005ull + 1442695040888963407ull;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
-  } while ((b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec) < ms * 1000000LL);
+/* Enters and leaves the monitor arg (blocks while another thread holds it). */
+static inline void *enter_and_leave(void *arg) {
+  vmt_monitor_enter(arg);
+  vmt_monitor_exit(arg);
+  return NULL;
 }
 
 #endif /* VMT_TEST_MX_UTIL_H */

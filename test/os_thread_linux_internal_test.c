@@ -24,14 +24,7 @@
 #include "os_linux/os_impl.h"
 #include "runtime/fault.h"
 #include "runtime/os.h"
-
-/* Burns at least ms of the calling thread's CPU time. */
-static void burn_cpu_ms(int ms) {
-  int64_t until = vmt_os_current_thread_cpu_time(false) + (int64_t)ms * 1000000;
-  volatile uint64_t x = 0;
-  while (vmt_os_current_thread_cpu_time(false) < until)
-    for (int i = 0; i < 10000; i++) x += (uint64_t)i;
-}
+#include "test/cpu_burn.h"
 
 /* A raw pthread that reports its tid, optionally marks itself exiting, then parks until
  * released. */

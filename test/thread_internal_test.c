@@ -21,6 +21,7 @@
 #include <jemalloc/jemalloc.h>
 
 #include "runtime/thread_impl.h"
+#include "test/cpu_burn.h"
 #include "test/thread_util.h"
 
 static vmt__counts_t counts(void) {
@@ -139,13 +140,6 @@ static void attach_counts_once(void **state) {
 typedef struct cpu_probe {
   int64_t before_attach, after_attach, before_detach, after_detach;
 } cpu_probe_t;
-
-static void burn_cpu_ms(int ms) {
-  int64_t end = vmt_current_thread_cpu_time(VMT_CPU_TOTAL) + (int64_t)ms * 1000000;
-  volatile uint64_t x = 0;
-  while (vmt_current_thread_cpu_time(VMT_CPU_TOTAL) < end)
-    for (int i = 0; i < 10000; i++) x += (uint64_t)i;
-}
 
 static void *attached_burner(void *arg) {
   cpu_probe_t *p = arg;

@@ -1,0 +1,26 @@
+/*
+ * test/cpu_burn.h: burns CPU time of the calling thread, measured on the kernel's own clock
+ * (CLOCK_THREAD_CPUTIME_ID, the pid-0 SCHED clock) rather than on vmthread's, so a test of
+ * vmthread's clocks does not measure its workload with the code under test.
+ */
+#ifndef VMT_TEST_CPU_BURN_H
+#define VMT_TEST_CPU_BURN_H
+
+#include <stdint.h>
+#include <time.h>
+
+static inline int64_t cpu_burn_thread_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Burns at least ms of the calling thread's CPU time (user time, almost all of it). */
+static inline void burn_cpu_ms(int ms) {
+  int64_t until = cpu_burn_thread_ns() + (int64_t)ms * 1000000;
+  volatile uint64_t x = 1;
+  while (cpu_burn_thread_ns() < until)
+    for (int i = 0; i < 10000; i++) x = x * 6364136223846793005ull + 1442695040888963407ull;
+}
+
+#endif /* VMT_TEST_CPU_BURN_H */
