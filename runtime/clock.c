@@ -13,16 +13,13 @@ static bool readable(const vmt_thread_t *t) {
   return state != VMT_THREAD_NEW && state != VMT_THREAD_TERMINATED;
 }
 
-static bool is_caller(const vmt_thread_t *t) {
-  return vmt_os_thread_tid(&t->os) == vmt_os_current_tid();
-}
-
 int64_t vmt_thread_cpu_time(vmt_thread_t *t, vmt_cpu_kind_t kind) {
   if (!readable(t)) return -1;
   bool ok = false;
   int64_t ns;
-  if (is_caller(t)) {
-    /* The calling thread cannot exit under us: the pid-0 ids, no pid lookup. */
+  if (t == vmt__current) {
+    /* The calling thread cannot exit under us: the pid-0 ids, no pid lookup. Recognised by
+     * its record (one TLS load), as runtime/mx_cpu.c does, not by comparing tids. */
     switch (kind) {
       case VMT_CPU_TOTAL: return vmt_os_current_thread_cpu_time(false);
       case VMT_CPU_USER_FAST: return vmt_os_current_thread_cpu_time(true);
