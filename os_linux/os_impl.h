@@ -43,9 +43,10 @@ static inline int64_t vmt_os__ts_ns(const struct timespec *ts) {
 /* clock_gettime in ns behind the VMT__FAULT_CLOCK seam; 0 or -errno. */
 int vmt_os__cpu_clock_read(clockid_t clock, int64_t *ns);
 
-/* Reads clock `type` of a live, bound thread, validated after the read (cpu_clock.c).
+/* Reads clocks types[0..n) of a live, bound thread into ns[0..n), in that order, validated once
+ * after the last read (cpu_clock.c): a thread still not exiting then was there for every read.
  * -ESRCH when the thread has not started, is exiting or has exited; else 0 or -errno. */
-int vmt_os__thread_clock_read(const vmt_os_thread_t *ot, int type, int64_t *ns);
+int vmt_os__thread_clocks_read(const vmt_os_thread_t *ot, const int *types, int64_t *ns, int n);
 
 /* The capability record init fills in (caps.c). */
 extern vmt_os_caps_t vmt_os__caps;

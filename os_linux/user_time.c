@@ -37,12 +37,13 @@ static int64_t clamp_and_raise(vmt_os_thread_t *ot, int64_t user, int64_t total)
 int64_t vmt_os_thread_user_time_consistent(vmt_os_thread_t *ot, bool *success) {
   bool ok = false;
   int64_t user = -1;
-  int64_t virt, prof, total;
   /* Ticks first, total last: the total then covers every tick counted, so user <= total
    * before any clamping. */
-  if (ot != NULL && vmt_os__thread_clock_read(ot, VMT_OS_CPUCLOCK_VIRT, &virt) == 0 &&
-      vmt_os__thread_clock_read(ot, VMT_OS_CPUCLOCK_PROF, &prof) == 0 &&
-      vmt_os__thread_clock_read(ot, VMT_OS_CPUCLOCK_SCHED, &total) == 0) {
+  static const int types[3] = {VMT_OS_CPUCLOCK_VIRT, VMT_OS_CPUCLOCK_PROF,
+                               VMT_OS_CPUCLOCK_SCHED};
+  int64_t t3[3];
+  if (ot != NULL && vmt_os__thread_clocks_read(ot, types, t3, 3) == 0) {
+    int64_t virt = t3[0], prof = t3[1], total = t3[2];
     int64_t scaled;
     if (virt >= prof) {
       scaled = total;               /* no system ticks (also: no ticks at all) */
