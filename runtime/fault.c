@@ -15,12 +15,15 @@ static struct {
   int times;
   int err;
   int injected;
+  void (*hook)(void *);
+  void *hook_arg;
 } plans[VMT__FAULT_SITE_COUNT];
 
 int vmt__fault_check_slow(vmt__fault_site_t site) {
   if ((unsigned)site >= VMT__FAULT_SITE_COUNT) return 0;
   int result = 0;
   pthread_mutex_lock(&fault_lock);
+  if (plans[site].hook) plans[site].hook(plans[site].hook_arg);
   if (plans[site].armed) {
     if (plans[site].skip > 0) {
       plans[site].skip--;
@@ -53,8 +56,21 @@ void vmt__fault_disarm_all(void) {
   pthread_mutex_lock(&fault_lock);
   for (int i = 0; i < VMT__FAULT_SITE_COUNT; i++) {
     if (plans[i].armed) atomic_fetch_sub_explicit(&vmt__fault_armed, 1, memory_order_relaxed);
+    if (plans[i].hook) atomic_fetch_sub_explicit(&vmt__fault_armed, 1, memory_order_relaxed);
     plans[i].armed = false;
+    plans[i].hook = NULL;
   }
+  pthread_mutex_unlock(&fault_lock);
+}
+
+/* A hook keeps the slow path on like an armed plan: it counts in vmt__fault_armed. */
+void vmt__fault_set_hook(vmt__fault_site_t site, void (*fn)(void *arg), void *arg) {
+  if ((unsigned)site >= VMT__FAULT_SITE_COUNT) return;
+  pthread_mutex_lock(&fault_lock);
+  if (!plans[site].hook != !fn)
+    atomic_fetch_add_explicit(&vmt__fault_armed, fn ? 1 : -1, memory_order_relaxed);
+  plans[site].hook = fn;
+  plans[site].hook_arg = arg;
   pthread_mutex_unlock(&fault_lock);
 }
 

@@ -37,5 +37,9 @@ void vmt__fault_arm(vmt__fault_site_t site, int skip, int times, int err);
 void vmt__fault_disarm_all(void);
 /* How many times the site has injected a failure since the last disarm. */
 int vmt__fault_injected(vmt__fault_site_t site);
+/* Runs fn(arg) at every call of site, before its plan is consulted (a race a test cannot time,
+ * such as a thread starting to exit during a clock read, made to happen at that point). NULL
+ * fn removes the hook; vmt__fault_disarm_all removes it too. */
+void vmt__fault_set_hook(vmt__fault_site_t site, void (*fn)(void *arg), void *arg);
 
 #endif /* VMT_RUNTIME_FAULT_H */

@@ -278,6 +278,29 @@ static void exiting_thread_reads_minus_one(void **state) {
   child_finish(&c);
 }
 
+/* The fault seam of the clock read runs this: the thread starts to exit after the read checked
+ * `exiting` and before the clock is read (a real exit would recycle the tid next). */
+static void mark_exiting_hook(void *arg) { vmt_os_thread_mark_exiting(&((child_t *)arg)->ot); }
+
+/* What only the check after the syscall catches: the thread alive and its tid still its own,
+ * but leaving, so the value read may already belong to a recycled tid. */
+static void thread_that_starts_exiting_during_the_read_reads_minus_one(void **state) {
+  (void)state;
+  for (int kind = 0; kind < 3; kind++) {   /* total, fast user, consistent user */
+    child_t c;
+    child_start(&c, false, 0);
+    child_wait_ready(&c);
+    vmt__fault_set_hook(VMT__FAULT_CLOCK, mark_exiting_hook, &c);
+    bool ok = true;
+    int64_t ns = kind < 2 ? vmt_os_thread_cpu_time(&c.ot, kind == 1, &ok)
+                          : vmt_os_thread_user_time_consistent(&c.ot, &ok);
+    vmt__fault_set_hook(VMT__FAULT_CLOCK, NULL, NULL);
+    assert_int_equal(ns, -1);
+    assert_false(ok);
+    child_finish(&c);
+  }
+}
+
 static void exited_thread_reads_minus_one(void **state) {
   (void)state;
   /* With the flag (what the runtime does) and without it (the kernel's EINVAL for a gone
@@ -443,6 +466,8 @@ int main(void) {
       cmocka_unit_test_teardown(never_started_thread_reads_minus_one, teardown),
       cmocka_unit_test_teardown(live_thread_reads_its_own_time_not_the_callers, teardown),
       cmocka_unit_test_teardown(exiting_thread_reads_minus_one, teardown),
+      cmocka_unit_test_teardown(thread_that_starts_exiting_during_the_read_reads_minus_one,
+                                teardown),
       cmocka_unit_test_teardown(exited_thread_reads_minus_one, teardown),
       cmocka_unit_test_teardown(current_thread_times_are_sane, teardown),
       cmocka_unit_test_teardown(clockid_mask_never_yields_fd_or_invalid_types, teardown),
