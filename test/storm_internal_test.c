@@ -8,12 +8,14 @@
  * bytes, dumps, deadlock scans), flipping the contention-monitoring and CPU-time switches and
  * resetting the peak now and then. Afterwards the counters must be exact, the registry
  * must hold only what it held before, every record must be back in the pool, every id unique,
- * and (under ASan) nothing leaked. Internal test: it checks the registry and the record pool
- * directly.
+ * and (under ASan) nothing leaked. The second test runs the same storm while an injector
+ * thread makes every fault seam (runtime/fault.h) fail at random calls: refusals are allowed,
+ * inexact books are not. Internal test: it checks the registry and the record pool directly.
  *
- * Scale. By default it runs for VMT_STORM_SECONDS = 2 s or VMT_STORM_LIFETIMES = 200000
- * lifetimes, whichever ends first: seconds under `scripts/test` in every configuration. The
- * long run is the same binary with larger values (docs/reliability.md, "On demand").
+ * Scale. The storm runs for VMT_STORM_SECONDS = 2 s (the fault storm VMT_STORM_FAULT_SECONDS =
+ * 1 s) or VMT_STORM_LIFETIMES = 200000 lifetimes, whichever ends first: seconds under
+ * `scripts/test` in every configuration. The long run is the same binary with larger values
+ * (docs/reliability.md, "Bounded and long runs").
  */
 #include <errno.h>
 #include <pthread.h>
