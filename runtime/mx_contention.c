@@ -5,8 +5,6 @@
  * graph. All of it is supported on every platform the runtime builds on: monitors and
  * synchronizers are the runtime's own.
  */
-#include <errno.h>
-
 #include "runtime/mx_impl.h"
 
 bool vmt_mx_is_thread_contention_monitoring_supported(void) { return true; }
@@ -24,26 +22,12 @@ int vmt_mx_set_thread_contention_monitoring_enabled(bool enable) {
 bool vmt_mx_is_object_monitor_usage_supported(void) { return true; }
 bool vmt_mx_is_synchronizer_usage_supported(void) { return true; }
 
-static int find(bool include_syncs, int64_t **ids, size_t *count) {
-  if (!ids || !count) return -EINVAL;
-  int64_t *found = NULL;
-  size_t n = 0;
-  int rc = vmt__find_deadlocks(include_syncs, &found, &n);
-  if (rc) return rc;
-  if (n == 0) {
-    /* Java returns null, not an empty array, when there is no deadlock. */
-    free(found);
-    found = NULL;
-  }
-  *ids = found;
-  *count = n;
-  return 0;
-}
-
+/* vmt__find_deadlocks answers NULL and 0 when there is no deadlock: Java's null, not an
+ * empty array. */
 int vmt_mx_find_monitor_deadlocked_threads(int64_t **ids, size_t *count) {
-  return find(false, ids, count);
+  return vmt__find_deadlocks(false, ids, count);
 }
 
 int vmt_mx_find_deadlocked_threads(int64_t **ids, size_t *count) {
-  return find(true, ids, count);
+  return vmt__find_deadlocks(true, ids, count);
 }

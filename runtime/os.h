@@ -27,7 +27,7 @@ typedef struct vmt_os_thread {
   /* Kernel tid once published (> 0; release, acquire); <= 0 before (binding states, see
    * os_linux/thread_id.c). Read it with vmt_os_thread_tid(). */
   _Atomic int32_t tid;
-  /* Set (release) by the thread itself on its way out, before the kernel can reuse its tid.
+  /* Set (seq_cst) by the thread itself on its way out, before the kernel can reuse its tid.
    * A CPU-time read that sees it clear *after* the clock read read the right thread. */
   _Atomic int32_t exiting;
   /* Per-thread SCHED clock from pthread_getcpuclockid, validated; 0 until bound. */
@@ -93,7 +93,8 @@ const char *vmt_os_elapsed_source(void);
 const char *vmt_os_elapsed_source_reason(void);
 
 /* ---- Futex (process-private) ----------------------------------------------------------- *
- * The one blocking primitive the runtime builds its locks on (monitors, park, sleep, join).
+ * The one blocking primitive the runtime builds its waits on (monitors, synchronizers, park,
+ * sleep; the port's own tid_wait). Join waits in pthread_join (runtime/thread_join.c).
  * Deadlines are absolute CLOCK_MONOTONIC nanoseconds, the scale of vmt_os_java_time_nanos(),
  * so a wait re-issued after EINTR or a spurious wake keeps the caller's deadline exactly. */
 #define VMT_OS_NO_DEADLINE INT64_MAX
