@@ -186,7 +186,8 @@ VMT_EXPORT int vmt_mx_thread_dump_to_string(char **out, size_t *len);
  * dump thread (not counted, not listed); the handler only wakes it, and signals that arrive
  * while a dump is pending share it. Enable: -EALREADY if enabled, -errno if the pipe, the
  * thread or sigaction fail (nothing is left behind). Disable restores the disposition found at
- * enable, stops the dump thread and closes the pipe; 0 also when it was not enabled. */
+ * enable, stops the dump thread and closes the pipe; 0 also when it was not enabled, -errno
+ * if sigaction fails to restore the disposition (the thread and the pipe are still gone). */
 VMT_EXPORT int vmt_mx_enable_sigquit_dump(FILE *out);
 VMT_EXPORT int vmt_mx_disable_sigquit_dump(void);
 

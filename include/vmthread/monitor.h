@@ -9,6 +9,10 @@
  *
  * Monitors and synchronizers may be used by any thread; a thread that is not a runtime thread
  * nor attached gets no statistics (there is no record to keep them in).
+ *
+ * Every call below that takes a monitor or synchronizer answers -EINVAL for NULL or for a
+ * handle that is not a live object of that kind (destroyed, or the other kind), before any
+ * other error it lists.
  */
 #ifndef VMTHREAD_MONITOR_H
 #define VMTHREAD_MONITOR_H
@@ -33,7 +37,7 @@ VMT_EXPORT int vmt_monitor_destroy(vmt_monitor_t *m);
 
 /* Reentrant enter. -EINVAL on NULL, -EAGAIN past 2^32-1 nested enters. */
 VMT_EXPORT int vmt_monitor_enter(vmt_monitor_t *m);
-/* 0 if entered (recursively too), -EBUSY if another thread owns it. */
+/* 0 if entered (recursively too), -EBUSY if another thread owns it, -EAGAIN as for enter. */
 VMT_EXPORT int vmt_monitor_try_enter(vmt_monitor_t *m);
 /* -EPERM if the caller does not own m (Java: IllegalMonitorStateException). */
 VMT_EXPORT int vmt_monitor_exit(vmt_monitor_t *m);
@@ -48,7 +52,8 @@ VMT_EXPORT int vmt_monitor_wait(vmt_monitor_t *m, int64_t timeout_ns);
 VMT_EXPORT int vmt_monitor_notify(vmt_monitor_t *m);     /* -EPERM if not owner */
 VMT_EXPORT int vmt_monitor_notify_all(vmt_monitor_t *m); /* -EPERM if not owner */
 
-/* The display name "name@hexid" into buf (truncated, always NUL-terminated); bytes needed. */
+/* The display name "name@hexid" into buf (truncated, always NUL-terminated); bytes needed
+ * (snprintf's rule). -EINVAL also for a NULL buf with len > 0. */
 VMT_EXPORT int vmt_monitor_describe(const vmt_monitor_t *m, char *buf, size_t len);
 
 /* Per-monitor statistics (what OMR's lock monitor offers; HotSpot has none). Times in ns,
