@@ -21,6 +21,7 @@ const char *vmt_thread_state_name(vmt_thread_state_t state) {
     case VMT_THREAD_WAITING: return "WAITING";
     case VMT_THREAD_TIMED_WAITING: return "TIMED_WAITING";
     case VMT_THREAD_TERMINATED: return "TERMINATED";
+    case VMT_THREAD_STATE_INVALID: break;
   }
   return "UNKNOWN";
 }
@@ -33,7 +34,7 @@ bool vmt_thread_is_daemon(const vmt_thread_t *t) { return t ? t->daemon : false;
 int vmt_thread_priority(const vmt_thread_t *t) { return t ? t->priority : -1; }
 
 vmt_thread_state_t vmt_thread_state(const vmt_thread_t *t) {
-  if (t == NULL) return (vmt_thread_state_t)-1;
+  if (t == NULL) return VMT_THREAD_STATE_INVALID;
   return (vmt_thread_state_t)atomic_load_explicit(&((vmt_thread_t *)t)->state,
                                                   memory_order_acquire);
 }

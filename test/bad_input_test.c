@@ -277,11 +277,13 @@ static void thread_functions(void **state) {
   value_is("vmt_thread_is_daemon", "NULL", 0, vmt_thread_is_daemon(NULL));
   value_is("vmt_thread_priority", "NULL", -1, vmt_thread_priority(NULL));
   /* The enum has no negative enumerator, so gcc makes it unsigned: compare as the type. */
-  add_row("vmt_thread_state", "NULL", "(vmt_thread_state_t)-1",
-          vmt_thread_state(NULL) == (vmt_thread_state_t)-1 ? "(vmt_thread_state_t)-1" : "other");
+  add_row("vmt_thread_state", "NULL", "VMT_THREAD_STATE_INVALID (< 0)",
+          vmt_thread_state(NULL) == VMT_THREAD_STATE_INVALID && vmt_thread_state(NULL) < 0
+              ? "VMT_THREAD_STATE_INVALID (< 0)"
+              : "other");
   rc_is("vmt_thread_tid", "NULL", -EINVAL, vmt_thread_tid(NULL));
   str_is("vmt_thread_state_name", "99", "UNKNOWN", vmt_thread_state_name((vmt_thread_state_t)99));
-  str_is("vmt_thread_state_name", "-1", "UNKNOWN", vmt_thread_state_name((vmt_thread_state_t)-1));
+  str_is("vmt_thread_state_name", "-1", "UNKNOWN", vmt_thread_state_name(VMT_THREAD_STATE_INVALID));
   assert_non_null(vmt_version());
   add_row("vmt_version", "(no input)", "non-NULL", vmt_version() ? "non-NULL" : "NULL");
 }

@@ -30,8 +30,10 @@ VMT_EXTERN_C_BEGIN
 
 typedef struct vmt_thread vmt_thread_t;
 
-/* Java's Thread.State, in Java's order. */
+/* Java's Thread.State, in Java's order. VMT_THREAD_STATE_INVALID is what vmt_thread_state()
+ * answers for a NULL handle; it also makes the enum signed, so the answer compares < 0. */
 typedef enum vmt_thread_state {
+  VMT_THREAD_STATE_INVALID = -1,
   VMT_THREAD_NEW = 0,
   VMT_THREAD_RUNNABLE,
   VMT_THREAD_BLOCKED,
@@ -40,7 +42,7 @@ typedef enum vmt_thread_state {
   VMT_THREAD_TERMINATED,
 } vmt_thread_state_t;
 
-/* "RUNNABLE", ...; "UNKNOWN" for a value outside the enum. */
+/* "RUNNABLE", ...; "UNKNOWN" for VMT_THREAD_STATE_INVALID or a value outside the enum. */
 VMT_EXPORT const char *vmt_thread_state_name(vmt_thread_state_t state);
 
 typedef void *(*vmt_thread_fn)(void *arg);
