@@ -184,6 +184,38 @@ static int print_deadlocks(FILE *out, vmt_thread_info_t **infos, size_t n, const
   return 0;
 }
 
+/*
+ * The dump's time stamp, in UTC, computed by hand. localtime_r and gmtime_r both take glibc's
+ * time-zone lock, which fork() does not reset: a dump in a child forked while another thread
+ * held it hung (29 of 300 children in the reproduction of docs/reliability.md).
+ */
+static void format_utc_now(char *buf, size_t len) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_REALTIME, &ts) != 0) {
+    snprintf(buf, len, "(no time)");
+    return;
+  }
+  int64_t secs = (int64_t)ts.tv_sec;
+  int64_t days = secs / 86400, rem = secs % 86400;
+  if (rem < 0) {
+    rem += 86400;
+    days--;
+  }
+  /* Civil date from days since 1970-01-01 (proleptic Gregorian; eras of 400 years). */
+  int64_t z = days + 719468;
+  int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  int64_t doe = z - era * 146097;
+  int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  int64_t mp = (5 * doy + 2) / 153;
+  int64_t day = doy - (153 * mp + 2) / 5 + 1;
+  int64_t month = mp < 10 ? mp + 3 : mp - 9;
+  int64_t year = yoe + era * 400 + (month <= 2);
+  snprintf(buf, len, "%04lld-%02lld-%02lld %02lld:%02lld:%02lld UTC", (long long)year,
+           (long long)month, (long long)day, (long long)(rem / 3600),
+           (long long)(rem % 3600 / 60), (long long)(rem % 60));
+}
+
 int vmt__mx_write_dump(FILE *out, const void *caller_pc) {
   /* Deadlocked threads stay put, so finding them first guarantees they are in the dump. */
   int64_t *dl = NULL;
@@ -197,10 +229,8 @@ int vmt__mx_write_dump(FILE *out, const void *caller_pc) {
     free(dl);
     return rc;
   }
-  char when[32] = "";
-  time_t now = time(NULL);
-  struct tm tm;
-  if (localtime_r(&now, &tm)) strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+  char when[32];
+  format_utc_now(when, sizeof(when));
   fprintf(out, "%s\nFull thread dump vmthread %s (%zu threads):\n\n", when, vmt_version(), n);
   for (size_t i = 0; i < n; i++) print_thread(out, infos[i]);
   rc = print_deadlocks(out, infos, n, dl, ndl);

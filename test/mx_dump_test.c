@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -59,6 +60,20 @@ static void no_deadlock_gives_null_and_no_section(void **state) {
   assert_int_equal(vmt_mx_thread_dump_to_string(&s, &len), 0);
   assert_int_equal(strlen(s), len);
   assert_non_null(strstr(s, "Full thread dump vmthread "));
+  /* The first line is the UTC time stamp, formatted by hand (no time-zone lock): it must be
+   * the civil date and time libc computes for the same second, give or take the seconds
+   * between the two reads. */
+  {
+    int y, mo, d, h, mi, sec;
+    char zone[8];
+    assert_int_equal(sscanf(s, "%4d-%2d-%2d %2d:%2d:%2d %3s", &y, &mo, &d, &h, &mi, &sec, zone), 7);
+    assert_string_equal(zone, "UTC");
+    struct tm stamp = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d,
+                       .tm_hour = h, .tm_min = mi, .tm_sec = sec};
+    time_t printed = timegm(&stamp);
+    time_t now = time(NULL);
+    assert_true(printed <= now && now - printed <= 5);
+  }
   char head[128];
   snprintf(head, sizeof(head), "\"plain \"quoted\" name\" #%lld daemon prio=5",
            (long long)vmt_thread_id(t));
