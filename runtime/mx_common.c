@@ -1,20 +1,10 @@
 /*
- * runtime/mx_common.c: helpers every management file uses: the one-time port probe, the
+ * runtime/mx_common.c: helpers every management file uses: the switches, the sweep, the
  * id check Java performs before anything else, and the id lookup in a registry snapshot.
  */
 #include <errno.h>
-#include <pthread.h>
 
 #include "runtime/mx_impl.h"
-
-static pthread_once_t mx_once = PTHREAD_ONCE_INIT;
-
-static void mx_init_once(void) {
-  /* A failed probe leaves the capabilities false, which the queries report as -ENOTSUP. */
-  (void)vmt_os_init();
-}
-
-void vmt__mx_init(void) { pthread_once(&mx_once, mx_init_once); }
 
 int vmt__mx_switch_get(bool supported, _Atomic bool *sw, bool *out) {
   if (!out) return -EINVAL;

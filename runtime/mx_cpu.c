@@ -20,13 +20,11 @@ bool vmt__mx_cpu_time_enabled(void) {
   return atomic_load_explicit(&cpu_time_enabled, memory_order_relaxed);
 }
 
-bool vmt_mx_is_thread_cpu_time_supported(void) {
-  vmt__mx_init();
-  return vmt_os_caps()->thread_cpu_time;
-}
+/* vmt_os_caps() probes the port once (a failed probe leaves the capabilities false, which
+ * the queries report as -ENOTSUP). */
+bool vmt_mx_is_thread_cpu_time_supported(void) { return vmt_os_caps()->thread_cpu_time; }
 
 bool vmt_mx_is_current_thread_cpu_time_supported(void) {
-  vmt__mx_init();
   return vmt_os_caps()->current_thread_cpu_time;
 }
 

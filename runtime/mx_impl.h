@@ -11,8 +11,6 @@
 
 #include "runtime/internal.h"
 
-/* Probes the port layer once (vmt_os_init is idempotent; this only saves the call). */
-void vmt__mx_init(void);
 
 /* malloc/calloc behind the VMT__FAULT_ALLOC seam, so tests can fail any allocation. */
 static inline void *vmt__mx_malloc(size_t n) {
