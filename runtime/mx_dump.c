@@ -229,7 +229,9 @@ int vmt__mx_write_dump(FILE *out, const void *caller_pc) {
     free(dl);
     return rc;
   }
-  char when[32];
+  /* Room for any int64 year: gcc -O2 checks snprintf against the widest value
+   * (-Werror=format-truncation), and the opt build of the benchmarks fails otherwise. */
+  char when[128];
   format_utc_now(when, sizeof(when));
   fprintf(out, "%s\nFull thread dump vmthread %s (%zu threads):\n\n", when, vmt_version(), n);
   for (size_t i = 0; i < n; i++) print_thread(out, infos[i]);
