@@ -1,7 +1,8 @@
 /*
  * runtime/alloc.c: bytes allocated per thread, from jemalloc's per-thread counters
- * (mallctl "thread.allocatedp" / "thread.deallocatedp": pointers to uint64_t counters that
- * jemalloc bumps on every allocation, in the thread's own TLS).
+ * (mallctl "thread.allocatedp": a pointer to a uint64_t counter that jemalloc bumps on every
+ * allocation, in the thread's own TLS). Its twin "thread.deallocatedp" is not used: no
+ * ThreadMXBean figure needs freed bytes.
  *
  * Support is decided at run time, once: mallctl must resolve and answer, and the counter must
  * move after a malloc. Linking jemalloc is not enough: under ASan/TSan the sanitizer's malloc
@@ -42,21 +43,18 @@ static _Atomic int64_t exited_total;
 
 static _Thread_local char tls_anchor __attribute__((tls_model("initial-exec")));
 static enum { OFFSETS_UNCHECKED, OFFSETS_VALID, OFFSETS_DIFFER } offsets = OFFSETS_UNCHECKED;
-/* Distances from tls_anchor, as integers: the two objects are unrelated in C's eyes. */
-static uintptr_t allocated_offset, deallocated_offset;
+/* Distance from tls_anchor, as an integer: the two objects are unrelated in C's eyes. */
+static uintptr_t allocated_offset;
 
 static uintptr_t anchor(void) { return (uintptr_t)&tls_anchor; }
 
-static int counter_pointers(const uint64_t **allocated, const uint64_t **deallocated) {
+static int counter_pointer(const uint64_t **allocated) {
   int err = vmt__fault_hit(VMT__FAULT_MALLCTL);
   if (err) return err;
   size_t sz = sizeof(*allocated);
-  uint64_t *a = NULL, *d = NULL;
+  uint64_t *a = NULL;
   if (mallctl("thread.allocatedp", &a, &sz, NULL, 0) != 0 || a == NULL) return -ENOTSUP;
-  sz = sizeof(d);
-  if (mallctl("thread.deallocatedp", &d, &sz, NULL, 0) != 0 || d == NULL) return -ENOTSUP;
   *allocated = a;
-  *deallocated = d;
   return 0;
 }
 
@@ -64,16 +62,15 @@ static uint64_t read_counter(const uint64_t *p) { return __atomic_load_n(p, __AT
 
 /* In a second thread: do the offsets measured in the first one find this thread's counters? */
 static void *check_offsets(void *arg) {
-  const uint64_t *a, *d;
+  const uint64_t *a;
   bool *ok = arg;
-  *ok = counter_pointers(&a, &d) == 0 && (uintptr_t)a == anchor() + allocated_offset &&
-        (uintptr_t)d == anchor() + deallocated_offset;
+  *ok = counter_pointer(&a) == 0 && (uintptr_t)a == anchor() + allocated_offset;
   return NULL;
 }
 
 static void probe(void) {
-  const uint64_t *a, *d;
-  if (counter_pointers(&a, &d) != 0) return;
+  const uint64_t *a;
+  if (counter_pointer(&a) != 0) return;
   uint64_t before = read_counter(a);
   /* volatile: the compiler may otherwise drop a malloc/free pair. */
   void *volatile p = malloc(1000);
@@ -82,7 +79,6 @@ static void probe(void) {
   supported = p != NULL && after != before;
   if (!supported) return;
   allocated_offset = (uintptr_t)a - anchor();
-  deallocated_offset = (uintptr_t)d - anchor();
   bool ok = false;
   pthread_attr_t attr;
   pthread_t helper;
@@ -95,14 +91,13 @@ static void probe(void) {
   pthread_attr_destroy(&attr);
 }
 
-/* The calling thread's counters: from the anchor, from mallctl if the probe said so, or none. */
-static int own_counters(const uint64_t **a, const uint64_t **d) {
-  if (offsets == OFFSETS_DIFFER) return counter_pointers(a, d);
+/* The calling thread's counter: from the anchor, from mallctl if the probe said so, or none. */
+static int own_counter(const uint64_t **a) {
+  if (offsets == OFFSETS_DIFFER) return counter_pointer(a);
   if (offsets == OFFSETS_UNCHECKED) return -ENOTSUP;
   int err = vmt__fault_hit(VMT__FAULT_MALLCTL);  /* the same seam: "counters unavailable" */
   if (err) return err;
   *a = (const uint64_t *)(anchor() + allocated_offset);
-  *d = (const uint64_t *)(anchor() + deallocated_offset);
   return 0;
 }
 
@@ -112,11 +107,10 @@ bool vmt__alloc_supported(void) {
 }
 
 void vmt__alloc_thread_begin(vmt_thread_t *t) {
-  const uint64_t *a, *d;
-  if (!vmt__alloc_supported() || own_counters(&a, &d) != 0) return;
+  const uint64_t *a;
+  if (!vmt__alloc_supported() || own_counter(&a) != 0) return;
   /* An attached thread allocated before it was attached: that is not the runtime thread's. */
   t->alloc_base = t->kind == VMT__KIND_ATTACHED ? (int64_t)read_counter(a) : 0;
-  atomic_store_explicit(&t->deallocatedp, d, memory_order_release);
   atomic_store_explicit(&t->allocatedp, a, memory_order_seq_cst);
 }
 
@@ -126,7 +120,6 @@ void vmt__alloc_thread_end(vmt_thread_t *t) {
   atomic_fetch_add_explicit(&exited_total, (int64_t)read_counter(a) - t->alloc_base,
                             memory_order_relaxed);
   atomic_store_explicit(&t->allocatedp, NULL, memory_order_seq_cst);
-  atomic_store_explicit(&t->deallocatedp, NULL, memory_order_seq_cst);
   /* Readers are inside a handful of instructions; yield only if one was preempted there. */
   for (int spins = 0; atomic_load_explicit(&t->alloc_readers, memory_order_seq_cst) != 0;
        spins++)

@@ -6,7 +6,7 @@
  * Ownership of the thread record's fields:
  *   thread_*.c / registry.c  identity, options, state, refs, join, os, category, kind
  *   monitor*.c               sync (struct vmt__thread_sync, runtime/monitor_impl.h)
- *   alloc.c                  allocated / deallocated counter pointers
+ *   alloc.c                  the allocated-bytes counter pointer
  */
 #ifndef VMT_RUNTIME_INTERNAL_H
 #define VMT_RUNTIME_INTERNAL_H
@@ -52,9 +52,9 @@ struct vmt_thread {
   int64_t start_time_ns;             /* vmt_os_java_time_nanos() at start/attach */
   vmt_os_thread_t os;
   struct vmt__thread_sync sync;      /* monitor module */
-  /* jemalloc's per-thread counters, published by the owner at start, cleared at exit. */
+  /* jemalloc's per-thread allocated-bytes counter, published by the owner at start, cleared
+   * at exit. */
   _Atomic(const uint64_t *) allocatedp;
-  _Atomic(const uint64_t *) deallocatedp;
   int64_t alloc_base;                /* allocated bytes at attach (not this thread's) */
   /* Runtime-private from here (thread module). */
   vmt_thread_fn fn;

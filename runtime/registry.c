@@ -413,7 +413,6 @@ void vmt__registry_fork_child(vmt_thread_t *survivor) {
     atomic_store_explicit(&x->counted, false, memory_order_relaxed);
     vmt_os_thread_mark_exiting(&x->os);
     atomic_store_explicit(&x->allocatedp, NULL, memory_order_relaxed);
-    atomic_store_explicit(&x->deallocatedp, NULL, memory_order_relaxed);
     atomic_store_explicit(&x->state, VMT_THREAD_TERMINATED, memory_order_relaxed);
     atomic_store_explicit(&x->done, 1, memory_order_release);
     /* The vanished thread's own reference. Never the last: the record is in the current

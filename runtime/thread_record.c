@@ -13,7 +13,7 @@
  * fails with -EINVAL instead of touching freed memory. The residual case: once a record has been
  * recycled for a new thread, a stale handle to the old one names the new thread, and nothing
  * can tell them apart (docs/design.md, "Reclamation"). Memory held: the peak number of records
- * ever live at once, 336 bytes each on x86-64 (jemalloc's 384-byte size class).
+ * ever live at once, 328 bytes each on x86-64 (jemalloc's 384-byte size class).
  */
 #include <errno.h>
 #include <stdio.h>
