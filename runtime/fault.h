@@ -38,8 +38,9 @@ void vmt__fault_disarm_all(void);
 /* How many times the site has injected a failure since the last disarm. */
 int vmt__fault_injected(vmt__fault_site_t site);
 /* Runs fn(arg) at every call of site, before its plan is consulted (a race a test cannot time,
- * such as a thread starting to exit during a clock read, made to happen at that point). NULL
- * fn removes the hook; vmt__fault_disarm_all removes it too. */
+ * such as a thread starting to exit during a clock read, made to happen at that point). fn
+ * runs under the seams' lock: it must not reach a seam itself. NULL fn removes the hook;
+ * vmt__fault_disarm_all removes it too. */
 void vmt__fault_set_hook(vmt__fault_site_t site, void (*fn)(void *arg), void *arg);
 
 #endif /* VMT_RUNTIME_FAULT_H */
