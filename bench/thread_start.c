@@ -21,7 +21,8 @@
  * getAllThreadIds does: protect the current snapshot, copy the listed ids, release), or does
  * either walk once per millisecond. On this 2-core machine any busy thread takes CPU and cache
  * from the starts, and any thread waking 1000 times a second disturbs them; the registry's own
- * effect is walker / private walk, at either pace.
+ * effect is walker / private walk, at either pace. The starter and the reader are pinned to
+ * two different CPUs (the started threads inherit the starter's mask).
  *
  * The walk uses the runtime's internal registry API (runtime/internal.h) because the public
  * management call sits in another module; it is the same loop.
@@ -32,6 +33,8 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -302,7 +305,7 @@ int main(int argc, char **argv) {
   vmtb_options_t opts;
   vmtb_parse_args(argc, argv, &opts, NULL);
   size_t repeats = opts.quick ? 5 : opts.longrun ? 61 : 21;
-  size_t reader_repeats = opts.quick ? 5 : opts.longrun ? 41 : 21;
+  size_t reader_repeats = opts.quick ? 31 : opts.longrun ? 601 : 201;
   /* Beside a busy reader a start can wait a scheduler tick (4 ms) for a CPU: keep rounds short. */
   int starts_per_sample = opts.quick ? 100 : opts.longrun ? 500 : 200;
   if (!opts.json) vmtb_describe_machine(stdout);
@@ -385,8 +388,30 @@ int main(int argc, char **argv) {
     if (rc) die("vmt_thread_start (parked)", rc);
   }
   make_private_snapshot();
+  /* Placement fixed: the starter (and so every thread it starts, which inherits its mask) on
+   * one CPU, the reader on another. Left to the scheduler, three runnable threads on two CPUs
+   * land in a different arrangement from round to round and the medians swing by 2x between
+   * runs; pinned, the rows differ by what the reader does, not by where it ran. */
+  cpu_set_t allowed, starter_cpu, reader_cpu;
+  bool pinned = false;
+  CPU_ZERO(&starter_cpu);
+  CPU_ZERO(&reader_cpu);
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0 && CPU_COUNT(&allowed) >= 2) {
+    int first = -1, second = -1;
+    for (int c = 0; c < CPU_SETSIZE && second < 0; c++)
+      if (CPU_ISSET(c, &allowed)) {
+        if (first < 0) first = c;
+        else second = c;
+      }
+    CPU_SET(first, &starter_cpu);
+    CPU_SET(second, &reader_cpu);
+    pinned = pthread_setaffinity_np(pthread_self(), sizeof(starter_cpu), &starter_cpu) == 0;
+  }
+  vmtb_note(&opts, "placement: %s", pinned ? "starter and its threads on one CPU, reader on another"
+                                           : "left to the scheduler (fewer than 2 CPUs)");
   pthread_t reader_thread;
   pthread_create(&reader_thread, NULL, reader, NULL);
+  if (pinned) pthread_setaffinity_np(reader_thread, sizeof(reader_cpu), &reader_cpu);
   double *rs[READER_KINDS];
   for (int k = 0; k < READER_KINDS; k++) rs[k] = calloc(reader_repeats, sizeof(double));
   uint64_t walks_in[READER_KINDS] = {0};
