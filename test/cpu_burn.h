@@ -15,12 +15,15 @@ static inline int64_t cpu_burn_thread_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Burns at least ms of the calling thread's CPU time (user time, almost all of it). */
-static inline void burn_cpu_ms(int ms) {
-  int64_t until = cpu_burn_thread_ns() + (int64_t)ms * 1000000;
+/* Burns at least ns of the calling thread's CPU time (user time, almost all of it: the clock
+ * is read once per 10000 steps, so it may run over by one such round, some microseconds). */
+static inline void burn_cpu_ns(int64_t ns) {
+  int64_t until = cpu_burn_thread_ns() + ns;
   volatile uint64_t x = 1;
   while (cpu_burn_thread_ns() < until)
     for (int i = 0; i < 10000; i++) x = x * 6364136223846793005ull + 1442695040888963407ull;
 }
+
+static inline void burn_cpu_ms(int ms) { burn_cpu_ns((int64_t)ms * 1000000); }
 
 #endif /* VMT_TEST_CPU_BURN_H */

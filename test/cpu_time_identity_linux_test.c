@@ -33,6 +33,7 @@
 
 #include <cmocka.h>
 
+#include "test/cpu_burn.h"
 #include "test/reliability.h"
 #include "vmthread.h"
 
@@ -66,7 +67,7 @@ static void atomic_max(_Atomic int64_t *m, int64_t v) {
 
 static void *querier(void *arg) {
   (void)arg;
-  rel_burn_cpu_ns(QUERIER_BURN_NS);  /* its own clock, the wrong answer, is large */
+  burn_cpu_ns(QUERIER_BURN_NS);  /* its own clock, the wrong answer, is large */
   while (!atomic_load(&querier_stop)) {
     atomic_store(&querier_busy, 1);
     vmt_thread_t *t = atomic_load(&published);
@@ -96,7 +97,7 @@ static void *sleeper(void *arg) {
 
 static void *recycler(void *arg) {
   (void)arg;
-  rel_burn_cpu_ns(RECYCLER_BURN_NS);
+  burn_cpu_ns(RECYCLER_BURN_NS);
   vmt_park(0);  /* stays alive, with its large clock, until unparked */
   return NULL;
 }

@@ -29,6 +29,7 @@
 
 #include <cmocka.h>
 
+#include "test/cpu_burn.h"
 #include "test/reliability.h"
 #include "vmthread.h"
 
@@ -67,7 +68,7 @@ static void *park_until_released(void *arg) {
 static void *burn_until_released(void *arg) {
   (void)arg;
   atomic_fetch_add(&ready, 1);
-  while (!atomic_load(&release_all)) rel_burn_cpu_ns(100 * 1000);
+  while (!atomic_load(&release_all)) burn_cpu_ns(100 * 1000);
   return NULL;
 }
 

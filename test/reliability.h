@@ -1,7 +1,7 @@
 /*
  * test/reliability.h: what the reliability tests share (storm, never-another-thread's-time,
  * exhaustion, faults, bad input, fork, signals): scaling knobs read from the environment, the
- * figures they publish, a monotonic clock and a CPU burner.
+ * figures they publish and a monotonic clock. Their CPU burner is test/cpu_burn.h's.
  *
  * Figures. Each test publishes what it did (lifetimes run, queries made, faults injected...)
  * as lines "figure <test> <key> <value>" on stdout, and appends the same lines to the file
@@ -23,20 +23,6 @@ static inline int64_t rel_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static inline int64_t rel_cpu_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* Burns the calling thread's CPU for at least ns of its own CPU time. */
-static inline void rel_burn_cpu_ns(int64_t ns) {
-  int64_t until = rel_cpu_ns() + ns;
-  volatile uint64_t x = 1;
-  while (rel_cpu_ns() < until)
-    for (int i = 0; i < 1000; i++) x = x * 6364136223846793005ull + 1442695040888963407ull;
 }
 
 /* Writes v to a /proc/sys file (a namespace's own pid_max or ns_last_pid); 0 or -errno. */
