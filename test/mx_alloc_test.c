@@ -167,9 +167,7 @@ static void disabled_gives_minus_one(void **state) {
     skip();
   }
   gate_t g;
-  gate_init(&g);
-  vmt_thread_t *t = start_named("idle", false, gate_body, &g);
-  gate_await(&g, 1);
+  vmt_thread_t *t = start_gated(&g, "idle", false);
   int64_t id = vmt_thread_id(t), v;
   assert_int_equal(vmt_mx_set_thread_allocated_memory_enabled(false), 0);
   bool en = true;
@@ -183,7 +181,6 @@ static void disabled_gives_minus_one(void **state) {
   assert_int_equal(vmt_mx_get_thread_allocated_bytes(id, &v), 0);
   assert_true(v >= 0);
   finish_gated(&g, t);
-  gate_destroy(&g);
 }
 
 int main(void) {

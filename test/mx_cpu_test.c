@@ -122,9 +122,7 @@ static void disabled_measurement_gives_minus_one(void **state) {
   (void)state;
   require_cpu_time();
   gate_t g;
-  gate_init(&g);
-  vmt_thread_t *t = start_named("idle", false, gate_body, &g);
-  gate_await(&g, 1);
+  vmt_thread_t *t = start_gated(&g, "idle", false);
   int64_t id = vmt_thread_id(t), v;
   bool enabled = false;
   assert_int_equal(vmt_mx_is_thread_cpu_time_enabled(&enabled), 0);
@@ -156,7 +154,6 @@ static void disabled_measurement_gives_minus_one(void **state) {
   assert_int_equal(vmt_mx_get_thread_cpu_time(id, &v), 0);
   assert_true(v >= 0);
   finish_gated(&g, t);
-  gate_destroy(&g);
 }
 
 static void current_thread_times_grow_and_user_stays_below_total(void **state) {

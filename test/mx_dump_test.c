@@ -52,9 +52,7 @@ static void no_deadlock_gives_null_and_no_section(void **state) {
   assert_int_equal(vmt_mx_find_monitor_deadlocked_threads(&ids, &n), 0);
   assert_null(ids);
   gate_t g;
-  gate_init(&g);
-  vmt_thread_t *t = start_named("plain \"quoted\" name", true, gate_body, &g);
-  gate_await(&g, 1);
+  vmt_thread_t *t = start_gated(&g, "plain \"quoted\" name", true);
   char *s;
   size_t len;
   assert_int_equal(vmt_mx_thread_dump_to_string(&s, &len), 0);
@@ -82,7 +80,6 @@ static void no_deadlock_gives_null_and_no_section(void **state) {
   assert_null(strstr(s, "deadlock"));
   free(s);
   finish_gated(&g, t);
-  gate_destroy(&g);
 }
 
 static void dump_shows_held_and_wanted_locks(void **state) {

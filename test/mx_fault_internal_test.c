@@ -174,9 +174,7 @@ static void failing_clock_reads_answer_minus_one(void **state) {
     skip();
   }
   gate_t g;
-  gate_init(&g);
-  vmt_thread_t *t = start_named("clocked", false, gate_body, &g);
-  gate_await(&g, 1);
+  vmt_thread_t *t = start_gated(&g, "clocked", false);
   int64_t id = vmt_thread_id(t), ids[2] = {id, id}, out[2] = {0, 0}, v = 0;
   /* A CPU clock the kernel refuses (the thread vanished under us, say) is Java's -1, per
    * element, never an error of the whole call nor a stale value. */
@@ -199,7 +197,6 @@ static void failing_clock_reads_answer_minus_one(void **state) {
   assert_int_equal(vmt_mx_get_thread_cpu_time(id, &v), 0);
   assert_true(v >= 0);
   finish_gated(&g, t);
-  gate_destroy(&g);
 }
 
 int main(void) {

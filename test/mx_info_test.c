@@ -285,15 +285,12 @@ static void own_native_frames_and_max_depth(void **state) {
 static void other_threads_have_no_native_frames(void **state) {
   (void)state;
   gate_t g;
-  gate_init(&g);
-  vmt_thread_t *t = start_named("other", false, gate_body, &g);
-  gate_await(&g, 1);
+  vmt_thread_t *t = start_gated(&g, "other", false);
   vmt_thread_info_t *ti;
   assert_int_equal(vmt_mx_get_thread_info(vmt_thread_id(t), VMT_MX_MAX_DEPTH_ALL, &ti), 0);
   assert_int_equal(ti->frame_count, 0);
   vmt_mx_thread_info_free(ti);
   finish_gated(&g, t);
-  gate_destroy(&g);
 }
 
 /* A VM's walker: `depth` frames named after the thread, or an error for "fail". */

@@ -85,9 +85,7 @@ static void sigquit_dump_round_trip(void **state) {
   assert_int_equal(sigaction(SIGQUIT, &mine, NULL), 0);
 
   gate_t g;
-  gate_init(&g);
-  vmt_thread_t *t = start_named("visible worker", false, gate_body, &g);
-  gate_await(&g, 1);
+  vmt_thread_t *t = start_gated(&g, "visible worker", false);
   int32_t live = vmt_mx_get_thread_count();
   int os_before = os_threads();
 
@@ -142,7 +140,6 @@ static void sigquit_dump_round_trip(void **state) {
   fclose(out);
   unlink(path);
   finish_gated(&g, t);
-  gate_destroy(&g);
   signal(SIGQUIT, SIG_DFL);
 }
 

@@ -1,9 +1,9 @@
 /*
  * test/mx_util.h: what the management tests share: a gate that holds threads at a known point
  * (a plain pthread condition, so the runtime under test is not what holds them), thread start
- * helpers with options, a body that enters and leaves a monitor, a CPU burner
- * (test/cpu_burn.h), and polling for a thread state with a generous deadline (a polled
- * condition, never a timing assertion).
+ * helpers with options, one idle thread held at a gate (start_gated, finish_gated), a body that
+ * enters and leaves a monitor, a CPU burner (test/cpu_burn.h), and polling for a thread state
+ * with a generous deadline (a polled condition, never a timing assertion).
  */
 #ifndef VMT_TEST_MX_UTIL_H
 #define VMT_TEST_MX_UTIL_H
@@ -88,13 +88,6 @@ static inline void waiter_release(waiter_t *w) {
   vmt_monitor_exit(w->m);
 }
 
-/* Opens g and joins and releases t, a thread held at g. */
-static inline void finish_gated(gate_t *g, vmt_thread_t *t) {
-  gate_open(g);
-  vmt_thread_join(t, NULL);
-  vmt_thread_release(t);
-}
-
 static inline vmt_thread_t *start_named(const char *name, bool daemon, vmt_thread_fn fn,
                                         void *arg) {
   vmt_thread_options_t o;
@@ -105,6 +98,23 @@ static inline vmt_thread_t *start_named(const char *name, bool daemon, vmt_threa
   vmt_thread_t *t = NULL;
   if (vmt_thread_start_ex(&t, &o, fn, arg) != 0) return NULL;
   return t;
+}
+
+/* Initializes g and starts one thread held at it (a live, idle thread to query); returns once
+ * the thread has arrived. finish_gated ends both. */
+static inline vmt_thread_t *start_gated(gate_t *g, const char *name, bool daemon) {
+  gate_init(g);
+  vmt_thread_t *t = start_named(name, daemon, gate_body, g);
+  gate_await(g, 1);
+  return t;
+}
+
+/* Opens g, joins and releases t, the thread start_gated held at it, and destroys g. */
+static inline void finish_gated(gate_t *g, vmt_thread_t *t) {
+  gate_open(g);
+  vmt_thread_join(t, NULL);
+  vmt_thread_release(t);
+  gate_destroy(g);
 }
 
 static inline void sleep_ms(int ms) {
