@@ -172,6 +172,37 @@ static int start_retrying(vmt_thread_t **t, const vmt_thread_options_t *o, body_
   }
 }
 
+/* The creator's side of a runtime thread's lifetime once t started, by kind. */
+static void end_runtime_lifetime(vmt_thread_t *t, int kind, body_arg_t *a) {
+  switch (kind) {
+    case 4:
+      /* Released while (probably) running: the thread frees its record itself. */
+      STORM_CHECK(vmt_thread_release(t) == 0, "release of a running thread");
+      break;
+    case 5:
+      STORM_CHECK(vmt_thread_retain(t) == 0, "retain");
+      STORM_CHECK(vmt_thread_release(t) == 0, "release 1 of 2");
+      STORM_CHECK(vmt_thread_join(t, NULL) == 0, "join");
+      STORM_CHECK(vmt_thread_release(t) == 0, "release 2 of 2");
+      free(a);
+      break;
+    default: { /* 0 to 3: joined */
+      /* The creator queries its own child while it may be exiting. */
+      STORM_CHECK(vmt_thread_cpu_time(t, VMT_CPU_USER) >= -1, "bad user time");
+      STORM_CHECK(vmt_thread_tid(t) > 0, "no tid");
+      void *result = NULL;
+      int rc = vmt_thread_join(t, &result);
+      STORM_CHECK(rc == 0 && result == a, "join: %d", rc);
+      STORM_CHECK(vmt_thread_state(t) == VMT_THREAD_TERMINATED, "joined but not TERMINATED");
+      STORM_CHECK(vmt_thread_cpu_time(t, VMT_CPU_TOTAL) == -1, "time of a joined thread");
+      STORM_CHECK(vmt_thread_join(t, NULL) == -EALREADY, "second join");
+      STORM_CHECK(vmt_thread_release(t) == 0, "release");
+      free(a);
+      break;
+    }
+  }
+}
+
 static void one_lifetime(int64_t index) {
   int kind = (int)(index % KINDS);
   body_arg_t *a = malloc(sizeof(*a));
@@ -190,70 +221,30 @@ static void one_lifetime(int64_t index) {
     o.name = "storm \xe2\x9a\xa1 a rather long thread name that the kernel must cut";
     o.priority = VMT_THREAD_MAX_PRIORITY;
   }
-  vmt_thread_t *t = NULL;
-  void *result = NULL;
-  int rc;
-  switch (kind) {
-    case 0:
-    case 1:
-    case 2:
-    case 3:
-      rc = start_retrying(&t, kind == 0 || kind == 3 ? NULL : &o, a);
-      if (FAULTED(rc)) goto refused;
-      STORM_CHECK(rc == 0, "start failed: %d", rc);
-      if (rc) break;
+  if (kind <= 5) { /* a runtime thread; kinds 6 and 7 are foreign threads that attach */
+    vmt_thread_t *t = NULL;
+    int rc = start_retrying(&t, kind == 1 || kind == 2 ? &o : NULL, a);
+    if (FAULTED(rc)) goto refused;
+    STORM_CHECK(rc == 0, "start failed: %d", rc);
+    if (rc == 0) {
       atomic_store(&storm.ids[index], vmt_thread_id(t));
       remember_record(t);
-      /* The creator queries its own child while it may be exiting. */
-      STORM_CHECK(vmt_thread_cpu_time(t, VMT_CPU_USER) >= -1, "bad user time");
-      STORM_CHECK(vmt_thread_tid(t) > 0, "no tid");
-      rc = vmt_thread_join(t, &result);
-      STORM_CHECK(rc == 0 && result == a, "join: %d", rc);
-      STORM_CHECK(vmt_thread_state(t) == VMT_THREAD_TERMINATED, "joined but not TERMINATED");
-      STORM_CHECK(vmt_thread_cpu_time(t, VMT_CPU_TOTAL) == -1, "time of a joined thread");
-      STORM_CHECK(vmt_thread_join(t, NULL) == -EALREADY, "second join");
-      STORM_CHECK(vmt_thread_release(t) == 0, "release");
-      free(a);
-      break;
-    case 4:
-      rc = start_retrying(&t, NULL, a);
-      if (FAULTED(rc)) goto refused;
-      STORM_CHECK(rc == 0, "start failed: %d", rc);
-      if (rc) break;
-      atomic_store(&storm.ids[index], vmt_thread_id(t));
-      remember_record(t);
-      /* Released while (probably) running: the thread frees its record itself. */
-      STORM_CHECK(vmt_thread_release(t) == 0, "release of a running thread");
-      break;
-    case 5:
-      rc = start_retrying(&t, NULL, a);
-      if (FAULTED(rc)) goto refused;
-      STORM_CHECK(rc == 0, "start failed: %d", rc);
-      if (rc) break;
-      atomic_store(&storm.ids[index], vmt_thread_id(t));
-      remember_record(t);
-      STORM_CHECK(vmt_thread_retain(t) == 0, "retain");
-      STORM_CHECK(vmt_thread_release(t) == 0, "release 1 of 2");
-      STORM_CHECK(vmt_thread_join(t, NULL) == 0, "join");
-      STORM_CHECK(vmt_thread_release(t) == 0, "release 2 of 2");
-      free(a);
-      break;
-    default: {
-      pthread_t p;
-      int err;
-      while ((err = pthread_create(&p, NULL, foreign_body, a)) == EAGAIN) {
-        atomic_fetch_add(&storm.start_retries, 1);
-        usleep(1000);
-      }
-      STORM_CHECK(err == 0, "pthread_create: %d", err);
-      if (err == 0) pthread_join(p, NULL);
-      bool attach_refused = a->refused;
-      free(a);
-      if (attach_refused) {
-        atomic_fetch_add(&storm.refused, 1);
-        return;
-      }
-      break;
+      end_runtime_lifetime(t, kind, a);
+    }
+  } else {
+    pthread_t p;
+    int err;
+    while ((err = pthread_create(&p, NULL, foreign_body, a)) == EAGAIN) {
+      atomic_fetch_add(&storm.start_retries, 1);
+      usleep(1000);
+    }
+    STORM_CHECK(err == 0, "pthread_create: %d", err);
+    if (err == 0) pthread_join(p, NULL);
+    bool attach_refused = a->refused;
+    free(a);
+    if (attach_refused) {
+      atomic_fetch_add(&storm.refused, 1);
+      return;
     }
   }
   atomic_fetch_add(&storm.by_kind[kind], 1);
