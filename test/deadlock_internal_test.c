@@ -27,18 +27,6 @@
 
 #define CYCLE 3
 
-static vmt_thread_t *main_thread;
-
-static int attach_main(void **state) {
-  (void)state;
-  return vmt_thread_attach(NULL, &main_thread);
-}
-
-static int detach_main(void **state) {
-  (void)state;
-  return vmt_thread_detach();
-}
-
 static int teardown(void **state) {
   (void)state;
   vmt__fault_disarm_all();
@@ -319,5 +307,5 @@ int main(void) {
       cmocka_unit_test_teardown(mixed_cycle_needs_the_combined_finder, teardown),
       cmocka_unit_test_teardown(failure_to_allocate_is_reported, teardown),
   };
-  return cmocka_run_group_tests_name("deadlock_internal", tests, attach_main, detach_main);
+  return cmocka_run_group_tests_name("deadlock_internal", tests, mu_attach_main, mu_detach_main);
 }

@@ -27,17 +27,9 @@
 #include "runtime/internal.h"
 #include "test/monitor_util.h"
 
-static vmt_thread_t *main_thread;
-
-static int attach_main(void **state) {
-  (void)state;
-  return vmt_thread_attach(NULL, &main_thread);
-}
-
 static int detach_main(void **state) {
-  (void)state;
   vmt__set_contention_monitoring(false);
-  return vmt_thread_detach();
+  return mu_detach_main(state);
 }
 
 static int reset_after(void **state) {
@@ -114,13 +106,13 @@ static void thread_walks_through_every_state(void **state) {
   assert_int_equal(vmt_monitor_enter(s.m), 0);
   atomic_store(&s.go, 1);
   MU_POLL_UNTIL(vmt_thread_state(t) == VMT_THREAD_BLOCKED, "BLOCKED");
-  assert_on(t, VMT_THREAD_BLOCKED, s.m, vmt_thread_id(main_thread));
+  assert_on(t, VMT_THREAD_BLOCKED, s.m, vmt_thread_id(vmt_thread_current()));
   assert_int_equal(vmt_monitor_exit(s.m), 0);
 
   MU_POLL_UNTIL(vmt_thread_state(t) == VMT_THREAD_WAITING, "WAITING in wait()");
   assert_on(t, VMT_THREAD_WAITING, s.m, -1);   /* released while waiting */
   assert_int_equal(vmt_monitor_enter(s.m), 0);
-  assert_on(t, VMT_THREAD_WAITING, s.m, vmt_thread_id(main_thread));
+  assert_on(t, VMT_THREAD_WAITING, s.m, vmt_thread_id(vmt_thread_current()));
   assert_int_equal(vmt_monitor_notify(s.m), 0);
   assert_int_equal(vmt_monitor_exit(s.m), 0);
 
@@ -353,7 +345,7 @@ static void synchronizer_wait_is_a_timed_wait_on_it(void **state) {
   char name[VMT__LOCK_DESC_NAME_MAX];
   assert_true(vmt_sync_describe(w.s, name, sizeof(name)) > 0);
   assert_string_equal(info.lock.name, name);
-  assert_int_equal(info.lock_owner_id, vmt_thread_id(main_thread));
+  assert_int_equal(info.lock_owner_id, vmt_thread_id(vmt_thread_current()));
   assert_int_equal(info.waited_count, 1);   /* a park, in Java */
   assert_int_equal(info.blocked_count, 0);
   assert_int_equal(vmt_sync_unlock(w.s), 0);
@@ -380,9 +372,9 @@ static void held_locks_listed_innermost_first_with_depth(void **state) {
 
   vmt_monitor_stats_t st;
   assert_int_equal(vmt_monitor_get_stats(m2, &st), 0);
-  assert_int_equal(st.owner_id, vmt_thread_id(main_thread));
+  assert_int_equal(st.owner_id, vmt_thread_id(vmt_thread_current()));
   assert_int_equal(st.enters, 2);
-  vmt__thread_lock_info_t info = info_of(main_thread, true);
+  vmt__thread_lock_info_t info = info_of(vmt_thread_current(), true);
   assert_int_equal(info.held_count, 4);
   char name[VMT__LOCK_DESC_NAME_MAX];
   describe(m3, name);
@@ -402,12 +394,12 @@ static void held_locks_listed_innermost_first_with_depth(void **state) {
 
   /* Out-of-order release: m2 goes only with its second exit. */
   assert_int_equal(vmt_monitor_exit(m2), 0);
-  assert_int_equal(info_of(main_thread, false).held_count, 0);   /* not asked for */
-  info = info_of(main_thread, true);
+  assert_int_equal(info_of(vmt_thread_current(), false).held_count, 0);   /* not asked for */
+  info = info_of(vmt_thread_current(), true);
   assert_int_equal(info.held_count, 4);
   free(info.held);
   assert_int_equal(vmt_monitor_exit(m2), 0);
-  info = info_of(main_thread, true);
+  info = info_of(vmt_thread_current(), true);
   assert_int_equal(info.held_count, 3);
   describe(m1, name);
   assert_string_equal(info.held[2].name, name);
@@ -418,7 +410,7 @@ static void held_locks_listed_innermost_first_with_depth(void **state) {
   assert_int_equal(vmt_monitor_exit(m3), 0);
   assert_int_equal(vmt_sync_unlock(s1), 0);
   assert_int_equal(vmt_monitor_exit(m1), 0);
-  info = info_of(main_thread, true);
+  info = info_of(vmt_thread_current(), true);
   assert_int_equal(info.held_count, 0);
   assert_null(info.held);
   vmt_monitor_destroy(m1);
@@ -523,10 +515,10 @@ static void lock_info_reports_enomem_and_leaks_nothing(void **state) {
   assert_int_equal(vmt_monitor_enter(m), 0);
   vmt__fault_arm(VMT__FAULT_ALLOC, 0, -1, ENOMEM);
   vmt__thread_lock_info_t info;
-  assert_int_equal(vmt__thread_lock_info(main_thread, true, &info), -ENOMEM);
+  assert_int_equal(vmt__thread_lock_info(vmt_thread_current(), true, &info), -ENOMEM);
   assert_true(vmt__fault_injected(VMT__FAULT_ALLOC) > 0);
   /* Without the held list, nothing needs allocating. */
-  assert_int_equal(vmt__thread_lock_info(main_thread, false, &info), 0);
+  assert_int_equal(vmt__thread_lock_info(vmt_thread_current(), false, &info), 0);
   vmt__fault_disarm_all();
   assert_int_equal(vmt_monitor_exit(m), 0);
   assert_int_equal(vmt_monitor_destroy(m), 0);
@@ -568,5 +560,5 @@ int main(void) {
       cmocka_unit_test_teardown(lock_info_reports_enomem_and_leaks_nothing, reset_after),
       cmocka_unit_test_teardown(create_reports_enomem_when_the_pool_must_grow, reset_after),
   };
-  return cmocka_run_group_tests_name("monitor_internal", tests, attach_main, detach_main);
+  return cmocka_run_group_tests_name("monitor_internal", tests, mu_attach_main, detach_main);
 }

@@ -2,7 +2,7 @@
  * test/monitor_util.h: what the monitor tests share: a monotonic clock, a 1 ms pause that is
  * not a vmthread wait (it must not move the counts under test), and polling with a generous
  * deadline instead of fixed sleeps, so a slow or loaded machine delays a test but never fails
- * it. Include after <cmocka.h>.
+ * it, and the group setup that attaches the main thread. Include after <cmocka.h>.
  */
 #ifndef VMT_TEST_MONITOR_UTIL_H
 #define VMT_TEST_MONITOR_UTIL_H
@@ -35,6 +35,19 @@ static inline void mu_pause_1ms(void) {
       mu_pause_1ms();                                                              \
     }                                                                              \
   } while (0)
+
+/* Group setup and teardown for tests that run on the main thread attached as a vmthread (an
+ * owner other threads can block on; vmt_thread_current() is that thread in every test). */
+static inline int mu_attach_main(void **state) {
+  (void)state;
+  vmt_thread_t *self = NULL;
+  return vmt_thread_attach(NULL, &self);
+}
+
+static inline int mu_detach_main(void **state) {
+  (void)state;
+  return vmt_thread_detach();
+}
 
 static inline vmt_thread_t *mu_start(vmt_thread_fn fn, void *arg) {
   vmt_thread_t *t = NULL;
