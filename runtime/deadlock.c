@@ -13,7 +13,9 @@
  * for among the locks it holds. A thread changes its sequence whenever it takes, releases or
  * stops waiting for a lock, so all members were in that state throughout the interval between
  * the two reads, at the same time: a real cycle, which can never resolve. A transient chain
- * fails the check and is dropped (the next call finds it if it became real).
+ * fails the check and is dropped (the next call finds it if it became real). A test makes one
+ * through the hook point VMT__FAULT_DEADLOCK_SCAN (runtime/fault.h), between two edges of the
+ * first read.
  * Threads that exit meanwhile are safe to read: the registry snapshot keeps their records.
  */
 #include <errno.h>
@@ -119,6 +121,7 @@ int vmt__find_deadlocks(bool include_syncs, int64_t **ids, size_t *count) {
       uintptr_t owner = atomic_load_explicit(&nodes[i].lock->owner, VMT__SEQ_R);
       if (owner != 0) nodes[i].next = index_of(table, n, owner);
     }
+    (void)vmt__fault_hit(VMT__FAULT_DEADLOCK_SCAN);   /* a test may change the graph here */
   }
 
   /* Colour walk: a path that runs into a node on the current path closed a cycle. */

@@ -41,7 +41,7 @@ int vmt__fault_check_slow(vmt__fault_site_t site) {
 }
 
 void vmt__fault_arm(vmt__fault_site_t site, int skip, int times, int err) {
-  if ((unsigned)site >= VMT__FAULT_SITE_COUNT || times == 0 || err <= 0) return;
+  if ((unsigned)site >= VMT__FAULT_FALLIBLE_COUNT || times == 0 || err <= 0) return;
   pthread_mutex_lock(&fault_lock);
   if (!plans[site].armed) atomic_fetch_add_explicit(&vmt__fault_armed, 1, memory_order_relaxed);
   plans[site].armed = true;

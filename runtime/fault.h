@@ -1,8 +1,9 @@
 /*
  * runtime/fault.h: fault-injection seams (SQLite's idea). Each site that can fail in the real
  * world asks vmt__fault_hit(site) first; a test arms a site to fail its n-th next call with a
- * chosen errno. Disarmed, a seam costs one relaxed load of a global that is almost always zero.
- * Hidden; tests reach it by linking the static library.
+ * chosen errno. A few more sites are points where a test's hook changes the world mid-way
+ * through an algorithm (a race it could not time). Disarmed, a seam costs one relaxed load of a
+ * global that is almost always zero. Hidden; tests reach it by linking the static library.
  */
 #ifndef VMT_RUNTIME_FAULT_H
 #define VMT_RUNTIME_FAULT_H
@@ -17,6 +18,13 @@ typedef enum vmt__fault_site {
   VMT__FAULT_CLOCK,              /* clock_gettime on a CPU clock */
   VMT__FAULT_GETCPUCLOCKID,      /* pthread_getcpuclockid */
   VMT__FAULT_MALLCTL,
+  /* The sites above stand before a call that can fail. The ones from here on are points in an
+   * algorithm where nothing can fail: only a hook is of use there, to change the world at that
+   * exact moment; vmt__fault_arm ignores them, and their callers ignore vmt__fault_hit. */
+  VMT__FAULT_FALLIBLE_COUNT,
+  /* deadlock.c, after each thread's edge in the first read of the graph: a hook there makes
+   * that read see a cycle that never existed at one instant (test/deadlock_internal_test.c). */
+  VMT__FAULT_DEADLOCK_SCAN = VMT__FAULT_FALLIBLE_COUNT,
   VMT__FAULT_SITE_COUNT,
 } vmt__fault_site_t;
 
@@ -32,7 +40,8 @@ static inline int vmt__fault_hit(vmt__fault_site_t site) {
 }
 
 /* Fails calls number skip+1 .. skip+times (counting from now) at site with -err (err > 0).
- * times < 0 fails every call until disarmed. */
+ * times < 0 fails every call until disarmed. A site from VMT__FAULT_FALLIBLE_COUNT on cannot
+ * fail: it is not armed. */
 void vmt__fault_arm(vmt__fault_site_t site, int skip, int times, int err);
 void vmt__fault_disarm_all(void);
 /* How many times the site has injected a failure since the last disarm. */

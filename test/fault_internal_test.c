@@ -57,12 +57,33 @@ static void bad_arguments_arm_nothing(void **state) {
   assert_int_equal(vmt__fault_hit((vmt__fault_site_t)-1), 0);
 }
 
+static void count_call(void *arg) { (*(int *)arg)++; }
+
+/* A hook point has nothing to fail: arming it arms nothing, a hook there runs at every call. */
+static void hook_points_run_hooks_and_never_fail(void **state) {
+  (void)state;
+  for (int site = VMT__FAULT_FALLIBLE_COUNT; site < VMT__FAULT_SITE_COUNT; site++) {
+    vmt__fault_arm((vmt__fault_site_t)site, 0, -1, EIO);
+    assert_int_equal(atomic_load(&vmt__fault_armed), 0);
+    int calls = 0;
+    vmt__fault_set_hook((vmt__fault_site_t)site, count_call, &calls);
+    for (int i = 0; i < 3; i++) assert_int_equal(vmt__fault_hit((vmt__fault_site_t)site), 0);
+    assert_int_equal(calls, 3);
+    assert_int_equal(vmt__fault_injected((vmt__fault_site_t)site), 0);
+    vmt__fault_set_hook((vmt__fault_site_t)site, NULL, NULL);
+    assert_int_equal(vmt__fault_hit((vmt__fault_site_t)site), 0);
+    assert_int_equal(calls, 3);
+    assert_int_equal(atomic_load(&vmt__fault_armed), 0);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(disarmed_sites_never_fail, teardown),
       cmocka_unit_test_teardown(skip_then_fail_exact_number_of_times, teardown),
       cmocka_unit_test_teardown(sites_are_independent, teardown),
       cmocka_unit_test_teardown(bad_arguments_arm_nothing, teardown),
+      cmocka_unit_test_teardown(hook_points_run_hooks_and_never_fail, teardown),
   };
   return cmocka_run_group_tests_name("fault_internal", tests, NULL, NULL);
 }

@@ -42,6 +42,8 @@ static const struct {
     {VMT__FAULT_MALLCTL, "mallctl", ENOENT},
 };
 enum { SEAMS = sizeof(seams) / sizeof(seams[0]), MAX_CALLS = 2000 };
+/* The hook points after these (runtime/fault.h) have no call to fail: nothing to sweep. */
+_Static_assert((int)SEAMS == (int)VMT__FAULT_FALLIBLE_COUNT, "every seam that can fail a call is swept");
 
 /* What one scenario run saw. */
 typedef struct run {

@@ -48,7 +48,7 @@ typedef struct storm {
   /* The fault storm: seams fire at random while everything runs (storm_with_faults). */
   bool faults;
   _Atomic int64_t refused;            /* starts and attaches refused by an injected fault */
-  _Atomic int64_t injected[VMT__FAULT_SITE_COUNT];
+  _Atomic int64_t injected[VMT__FAULT_FALLIBLE_COUNT];
   _Atomic int64_t by_kind[KINDS];
   _Atomic int64_t start_retries;      /* EAGAIN from an overloaded machine: retried */
   _Atomic int32_t max_live_seen;      /* the largest live count a querier read */
@@ -461,13 +461,14 @@ static int cmp_i64(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Arms one seam at a time, at a random call among its next 50, every 100 us. */
-static const int seam_errno[VMT__FAULT_SITE_COUNT] = {
+/* Arms one seam at a time, at a random call among its next 50, every 100 us. Only the seams
+ * that can fail a call: the hook points after them (runtime/fault.h) have nothing to fail. */
+static const int seam_errno[VMT__FAULT_FALLIBLE_COUNT] = {
     [VMT__FAULT_ALLOC] = ENOMEM,         [VMT__FAULT_PTHREAD_CREATE] = EAGAIN,
     [VMT__FAULT_SETNAME] = ERANGE,       [VMT__FAULT_CLOCK] = EINVAL,
     [VMT__FAULT_GETCPUCLOCKID] = ESRCH,  [VMT__FAULT_MALLCTL] = ENOENT,
 };
-static const char *const seam_names[VMT__FAULT_SITE_COUNT] = {
+static const char *const seam_names[VMT__FAULT_FALLIBLE_COUNT] = {
     [VMT__FAULT_ALLOC] = "allocation",   [VMT__FAULT_PTHREAD_CREATE] = "pthread_create",
     [VMT__FAULT_SETNAME] = "pthread_setname_np", [VMT__FAULT_CLOCK] = "clock_read",
     [VMT__FAULT_GETCPUCLOCKID] = "pthread_getcpuclockid", [VMT__FAULT_MALLCTL] = "mallctl",
@@ -478,14 +479,14 @@ static void *injector(void *arg) {
   (void)arg;
   unsigned seed = 12345;
   while (!atomic_load(&injector_stop)) {
-    int site = (int)(rand_r(&seed) % VMT__FAULT_SITE_COUNT);
+    int site = (int)(rand_r(&seed) % VMT__FAULT_FALLIBLE_COUNT);
     /* Arming resets the site's count: collect it first. */
     atomic_fetch_add(&storm.injected[site], vmt__fault_injected((vmt__fault_site_t)site));
     vmt__fault_arm((vmt__fault_site_t)site, (int)(rand_r(&seed) % 50), 1, seam_errno[site]);
     usleep(100);
   }
   vmt__fault_disarm_all();
-  for (int site = 0; site < VMT__FAULT_SITE_COUNT; site++)
+  for (int site = 0; site < VMT__FAULT_FALLIBLE_COUNT; site++)
     atomic_fetch_add(&storm.injected[site], vmt__fault_injected((vmt__fault_site_t)site));
   return NULL;
 }
@@ -590,7 +591,7 @@ static void run_storm(const char *T, bool faults, double seconds) {
   rel_figure_text(T, "build", "%s", rel_build_flavour());
   if (faults) {
     int64_t total = 0;
-    for (int site = 0; site < VMT__FAULT_SITE_COUNT; site++) {
+    for (int site = 0; site < VMT__FAULT_FALLIBLE_COUNT; site++) {
       rel_figure_text(T, "injected", "%s %lld", seam_names[site],
                       (long long)atomic_load(&storm.injected[site]));
       total += atomic_load(&storm.injected[site]);
