@@ -7,7 +7,10 @@
  *   - adding a 3-thread synchronizer cycle gives 6 ids for the combined finder and still 3 for
  *     the monitor-only one;
  *   - the answer stays exact while other threads start, lock, exit and leave the registry;
- *   - a cycle through a monitor and a synchronizer is found by the combined finder only.
+ *   - a cycle through a monitor and a synchronizer is found by the combined finder only;
+ *   - a chain that the first read of the graph sees as a cycle, because it changed between two
+ *     edges of that read (the hook point VMT__FAULT_DEADLOCK_SCAN), is not reported: the
+ *     second read drops it; and a hook there that changes nothing on a cycle hides no cycle.
  * The deadlocked threads can never be released (that is what a deadlock is): they are daemon
  * threads of this process, which is why this test has a binary of its own.
  * An internal-API test: it includes runtime/internal.h.
@@ -19,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -150,6 +154,121 @@ static void no_cycle_gives_none(void **state) {
   vmt_thread_release(chain_blocked);
 }
 
+/* ---- A chain read as a cycle ------------------------------------------------------------ *
+ * The first read takes the threads' edges one after another, in snapshot order; the hook point
+ * VMT__FAULT_DEADLOCK_SCAN follows each edge. `first` (the one of the two the scan reads
+ * first) holds m2 and is blocked entering m1, held by `second`. Right after first's edge is
+ * read, the hook lets second go: it releases m1 (first takes it and goes on, holding m1 and
+ * m2) and blocks entering m2, held by first. The first read then holds first -> second and
+ * second -> first: a cycle that never existed at one instant, which only the second read
+ * (first's sequence number has moved) can drop. */
+typedef struct transient {
+  vmt_monitor_t *m1, *m2;
+  _Atomic(vmt_thread_t *) first;   /* NULL until the test knows the scan order */
+  vmt_thread_t *second;
+  _Atomic int second_holds_m1, first_holds_both, second_may_move, finish;
+  /* The hook's own, written under the seams' lock by the thread that scans. */
+  size_t act_at;   /* the hook call that follows first's edge: its snapshot index + 1 */
+  size_t calls;
+  bool acted, timed_out;
+} transient_t;
+
+static void *transient_member(void *arg) {
+  transient_t *x = arg;
+  vmt_thread_t *first;
+  while ((first = atomic_load(&x->first)) == NULL) mu_pause_1ms();
+  if (vmt_thread_current() == first) {
+    vmt_monitor_enter(x->m2);
+    while (!atomic_load(&x->second_holds_m1)) mu_pause_1ms();
+    vmt_monitor_enter(x->m1);   /* blocks until the hook lets second release m1 */
+    atomic_store(&x->first_holds_both, 1);
+    while (!atomic_load(&x->finish)) mu_pause_1ms();
+    vmt_monitor_exit(x->m1);
+    vmt_monitor_exit(x->m2);
+  } else {
+    vmt_monitor_enter(x->m1);
+    atomic_store(&x->second_holds_m1, 1);
+    while (!atomic_load(&x->second_may_move)) mu_pause_1ms();
+    vmt_monitor_exit(x->m1);
+    vmt_monitor_enter(x->m2);   /* blocks until first finishes */
+    vmt_monitor_exit(x->m2);
+  }
+  return NULL;
+}
+
+/* Runs under the seams' lock: it must not fail a cmocka assertion (the jump would leave the
+ * lock held) and the members it waits for reach no seam (monitor enter and exit have none). */
+static void transient_hook(void *arg) {
+  transient_t *x = arg;
+  if (++x->calls != x->act_at || x->acted) return;
+  x->acted = true;
+  atomic_store(&x->second_may_move, 1);
+  int64_t deadline = mu_now_ns() + MU_POLL_DEADLINE_NS;
+  while (!atomic_load(&x->first_holds_both) ||
+         vmt_thread_state(x->second) != VMT_THREAD_BLOCKED) {
+    if (mu_now_ns() > deadline) {
+      x->timed_out = true;
+      return;
+    }
+    mu_pause_1ms();
+  }
+}
+
+static void transient_chain(bool include_syncs) {
+  static transient_t x;
+  memset(&x, 0, sizeof(x));
+  assert_int_equal(vmt_monitor_create(&x.m1, "transient-1"), 0);
+  assert_int_equal(vmt_monitor_create(&x.m2, "transient-2"), 0);
+  vmt_thread_t *t[2] = {mu_start(transient_member, &x), mu_start(transient_member, &x)};
+
+  /* Which of the two the scan reads first: their order in the snapshot it will take. Holding
+   * that snapshot keeps it from being freed, so if it is still the current one after the scan,
+   * the scan read this one. */
+  const vmt__snapshot_t *snap = vmt__registry_acquire();
+  assert_non_null(snap);
+  size_t at[2] = {SIZE_MAX, SIZE_MAX};
+  for (size_t i = 0; i < snap->count; i++)
+    for (int k = 0; k < 2; k++)
+      if (snap->threads[i] == t[k]) at[k] = i;
+  assert_true(at[0] != SIZE_MAX && at[1] != SIZE_MAX);
+  int first = at[0] < at[1] ? 0 : 1;
+  x.second = t[1 - first];
+  x.act_at = at[first] + 1;
+  atomic_store(&x.first, t[first]);
+  MU_POLL_UNTIL(vmt_thread_state(t[first]) == VMT_THREAD_BLOCKED, "first to block on m1");
+
+  vmt__fault_set_hook(VMT__FAULT_DEADLOCK_SCAN, transient_hook, &x);
+  int64_t *ids;
+  size_t n = find(include_syncs, &ids);
+  vmt__fault_set_hook(VMT__FAULT_DEADLOCK_SCAN, NULL, NULL);
+  const vmt__snapshot_t *now = vmt__registry_acquire();
+  bool same = now == snap;
+  size_t count = snap->count;
+  vmt__registry_release(now);
+  vmt__registry_release(snap);
+  assert_true(same);
+  assert_false(x.timed_out);
+  assert_true(x.acted);
+  assert_int_equal(x.calls, count);   /* one call after each edge: every thread was read */
+  assert_int_equal(n, 0);             /* and find() checked ids == NULL */
+
+  /* Settled: first runs holding both, second is blocked on m2 behind it. A chain, no cycle. */
+  assert_int_equal(vmt_thread_state(t[first]), VMT_THREAD_RUNNABLE);
+  assert_int_equal(vmt_thread_state(x.second), VMT_THREAD_BLOCKED);
+  assert_int_equal(find(include_syncs, &ids), 0);
+
+  atomic_store(&x.finish, 1);
+  for (int k = 0; k < 2; k++) mu_join(t[k]);
+  assert_int_equal(vmt_monitor_destroy(x.m1), 0);
+  assert_int_equal(vmt_monitor_destroy(x.m2), 0);
+}
+
+static void chain_read_as_a_cycle_is_dropped(void **state) {
+  (void)state;
+  transient_chain(false);
+  transient_chain(true);
+}
+
 static vmt_thread_t *monitor_ring[CYCLE];
 static ring_t mring;
 
@@ -168,10 +287,11 @@ static void monitor_cycle_gives_exactly_its_members(void **state) {
   free(ids);
 }
 
+static vmt_thread_t *sync_ring[CYCLE];
+
 static void synchronizer_cycle_counts_only_for_the_combined_finder(void **state) {
   (void)state;
   static ring_t sring;
-  static vmt_thread_t *sync_ring[CYCLE];
   make_ring(&sring, true, sync_ring);
   int64_t *ids;
   size_t n = find(false, &ids);
@@ -262,13 +382,15 @@ static void *hold_sync_want_monitor(void *arg) {
   return NULL;
 }
 
+static vmt_thread_t *mixed_pair[2];
+
 static void mixed_cycle_needs_the_combined_finder(void **state) {
   (void)state;
   static mixed_t x;
   assert_int_equal(vmt_monitor_create(&x.m, "mixed"), 0);
   assert_int_equal(vmt_sync_create(&x.s, "mixed-sync"), 0);
-  vmt_thread_t *a = start_daemon(hold_monitor_want_sync, &x);
-  vmt_thread_t *b = start_daemon(hold_sync_want_monitor, &x);
+  vmt_thread_t *a = mixed_pair[0] = start_daemon(hold_monitor_want_sync, &x);
+  vmt_thread_t *b = mixed_pair[1] = start_daemon(hold_sync_want_monitor, &x);
   MU_POLL_UNTIL(vmt_thread_state(a) == VMT_THREAD_WAITING, "the monitor holder to wait");
   MU_POLL_UNTIL(vmt_thread_state(b) == VMT_THREAD_BLOCKED, "the sync holder to block");
   int64_t *ids;
@@ -286,6 +408,46 @@ static void mixed_cycle_needs_the_combined_finder(void **state) {
   free(ids);
 }
 
+/* The hook point with a hook that changes nothing on a cycle: the scanning thread takes and
+ * releases a monitor of its own after each edge (its sequence number moves; it is on no
+ * cycle). Every cycle is still found, exactly. */
+typedef struct bystander {
+  vmt_monitor_t *m;
+  size_t calls;
+} bystander_t;
+
+static void bystander_hook(void *arg) {
+  bystander_t *b = arg;
+  b->calls++;
+  vmt_monitor_enter(b->m);
+  vmt_monitor_exit(b->m);
+}
+
+static void hook_that_changes_no_cycle_hides_none(void **state) {
+  (void)state;
+  vmt_thread_t *all[2 * CYCLE + 2];
+  for (int i = 0; i < CYCLE; i++) {
+    all[i] = monitor_ring[i];
+    all[CYCLE + i] = sync_ring[i];
+  }
+  all[2 * CYCLE] = mixed_pair[0];
+  all[2 * CYCLE + 1] = mixed_pair[1];
+  bystander_t b = {0};
+  assert_int_equal(vmt_monitor_create(&b.m, "bystander"), 0);
+  for (int include_syncs = 0; include_syncs <= 1; include_syncs++) {
+    b.calls = 0;
+    vmt__fault_set_hook(VMT__FAULT_DEADLOCK_SCAN, bystander_hook, &b);
+    int64_t *ids;
+    size_t n = find(include_syncs, &ids);
+    vmt__fault_set_hook(VMT__FAULT_DEADLOCK_SCAN, NULL, NULL);
+    assert_true(b.calls >= 2 * CYCLE + 3);   /* at least every cycle member and this thread */
+    if (include_syncs) assert_ids(ids, n, all, 2 * CYCLE + 2);
+    else assert_ids(ids, n, monitor_ring, CYCLE);
+    free(ids);
+  }
+  assert_int_equal(vmt_monitor_destroy(b.m), 0);
+}
+
 static void failure_to_allocate_is_reported(void **state) {
   (void)state;
   vmt__fault_arm(VMT__FAULT_ALLOC, 0, -1, ENOMEM);
@@ -300,11 +462,13 @@ static void failure_to_allocate_is_reported(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(no_cycle_gives_none, teardown),
+      cmocka_unit_test_teardown(chain_read_as_a_cycle_is_dropped, teardown),
       cmocka_unit_test_teardown(monitor_cycle_gives_exactly_its_members, teardown),
       cmocka_unit_test_teardown(synchronizer_cycle_counts_only_for_the_combined_finder,
                                 teardown),
       cmocka_unit_test_teardown(answer_is_exact_while_threads_exit, teardown),
       cmocka_unit_test_teardown(mixed_cycle_needs_the_combined_finder, teardown),
+      cmocka_unit_test_teardown(hook_that_changes_no_cycle_hides_none, teardown),
       cmocka_unit_test_teardown(failure_to_allocate_is_reported, teardown),
   };
   return cmocka_run_group_tests_name("deadlock_internal", tests, mu_attach_main, mu_detach_main);
