@@ -24,7 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -78,20 +80,35 @@ static void *park_once(void *arg) {
   return arg;
 }
 
-/* The check the child is at, for the SIGALRM report of a hang. */
-static volatile sig_atomic_t child_stage;
+/* The check the child is at, in a page shared with the parent: a child that hangs where its
+ * own SIGALRM handler cannot run (under TSan a signal waits for the thread to leave TSan's
+ * runtime) is killed by the parent, which still knows where it was. */
+static _Atomic int *child_stage;
 
 static void on_alarm(int sig) {
   (void)sig;
   char msg[64];
-  int n = snprintf(msg, sizeof(msg), "fork child hung at check %d\n", (int)child_stage);
+  int n = snprintf(msg, sizeof(msg), "fork child hung at check %d\n", atomic_load(child_stage));
   if (n > 0) write(2, msg, (size_t)n);
-  _exit(100 + (int)child_stage % 100);
+  _exit(100 + atomic_load(child_stage) % 100);
+}
+
+/* Waits for the child for at most limit_s seconds; then kills it and answers -1. */
+static int wait_child(pid_t pid, int limit_s, int *status) {
+  for (int waited_ms = 0; waited_ms < limit_s * 1000; waited_ms += 10) {
+    pid_t r = waitpid(pid, status, WNOHANG);
+    if (r == pid) return 0;
+    if (r < 0) return -1;
+    nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, status, 0);
+  return -1;
 }
 
 #define CHECK(code, cond)                                                  \
   do {                                                                     \
-    child_stage = code;                                                    \
+    atomic_store(child_stage, code);                                       \
     if (!(cond)) {                                                         \
       fprintf(stderr, "fork child check %d failed: %s\n", code, #cond);    \
       _exit(code);                                                         \
@@ -105,10 +122,12 @@ static void child(vmt_thread_t *me, vmt_thread_t **others) {
   alarm(30);   /* a hang becomes a failure naming its check, not a stuck test */
   /* Only the forking thread exists: counts, ids and lookups say so. */
   CHECK(10, vmt_mx_get_thread_count() == 1);
-  int64_t *ids = NULL;
   size_t n = 0;
+#if !defined(__SANITIZE_THREAD__)   /* allocates: see the note at check 41 */
+  int64_t *ids = NULL;
   CHECK(11, vmt_mx_get_all_thread_ids(&ids, &n) == 0 && n == 1 && ids[0] == vmt_thread_id(me));
   vmt_mx_ids_free(ids);
+#endif
   CHECK(12, vmt_thread_current() == me && vmt_thread_tid(me) == getpid());
   for (int i = 0; i < OTHERS; i++) {
     vmt_thread_info_t *info = (vmt_thread_info_t *)1;
@@ -168,9 +187,17 @@ static void child(vmt_thread_t *me, vmt_thread_t **others) {
   CHECK(40, vmt_mx_thread_dump_to_string(&dump, &len) == 0 && strstr(dump, "fork-main") != NULL);
   free(dump);
 #endif
+  /* Under TSan a fork child can block for good in TSan's own allocator: a size-class lock of
+   * TSan's malloc, held by some thread of the parent at the fork, stays held in the child
+   * (seen: calloc in the deadlock finder waiting in __sanitizer::SizeClassAllocator64::
+   * GetFromAllocator, 1 child in ~500). So in that build the child makes no call that
+   * allocates; the default and ASan builds make them all. */
+#if !defined(__SANITIZE_THREAD__)
   int64_t *dl = NULL;
   CHECK(41, vmt_mx_find_deadlocked_threads(&dl, &n) == 0 && n == 0);
   vmt_mx_ids_free(dl);
+#endif
+  (void)n;
   /* The dump thread stayed in the parent: turning it off must not wait for it. */
   CHECK(42, vmt_mx_disable_sigquit_dump() == 0);
   CHECK(43, vmt_thread_detach() == 0);
@@ -199,13 +226,18 @@ static void fork_while_threads_run_and_monitors_are_held(void **state) {
   assert_int_equal(vmt_monitor_enter(held_by_me), 0);
   assert_int_equal(vmt_monitor_enter(held_by_me), 0);
 
+  child_stage = mmap(NULL, sizeof(*child_stage), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                     -1, 0);
+  assert_true(child_stage != MAP_FAILED);
   int forks = (int)rel_env_number("VMT_FORKS", 20);
   for (int k = 0; k < forks; k++) {
+    atomic_store(child_stage, 0);
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) child(me, others);
     int status;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (wait_child(pid, 60, &status) != 0)
+      fail_msg("fork child %d hung at check %d (killed after 60 s)", k, atomic_load(child_stage));
     if (!WIFEXITED(status)) fail_msg("fork child %d died of signal %d", k, WTERMSIG(status));
     if (WEXITSTATUS(status) >= 100) fail_msg("fork child %d hung at check %d", k, WEXITSTATUS(status) - 100);
     if (WEXITSTATUS(status) != 0) fail_msg("fork child %d failed check %d", k, WEXITSTATUS(status));
@@ -231,6 +263,7 @@ static void fork_while_threads_run_and_monitors_are_held(void **state) {
   assert_int_equal(vmt_monitor_destroy(held_by_me), 0);
   assert_int_equal(vmt_sync_destroy(sync_held_by_other), 0);
   assert_int_equal(vmt_thread_detach(), 0);
+  munmap((void *)child_stage, sizeof(*child_stage));
   rel_figure_text("fork", "build", "%s", rel_build_flavour());
   rel_figure("fork", "forks_with_threads_running", forks);
 }
