@@ -9,18 +9,14 @@
 #include <stdint.h>
 #include <time.h>
 
-static inline int64_t cpu_burn_thread_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+#include "test/clock_util.h"
 
 /* Burns at least ns of the calling thread's CPU time (user time, almost all of it: the clock
  * is read once per 10000 steps, so it may run over by one such round, some microseconds). */
 static inline void burn_cpu_ns(int64_t ns) {
-  int64_t until = cpu_burn_thread_ns() + ns;
+  int64_t until = test_clock_ns(CLOCK_THREAD_CPUTIME_ID) + ns;
   volatile uint64_t x = 1;
-  while (cpu_burn_thread_ns() < until)
+  while (test_clock_ns(CLOCK_THREAD_CPUTIME_ID) < until)
     for (int i = 0; i < 10000; i++) x = x * 6364136223846793005ull + 1442695040888963407ull;
 }
 

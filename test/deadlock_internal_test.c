@@ -203,10 +203,10 @@ static void transient_hook(void *arg) {
   if (++x->calls != x->act_at || x->acted) return;
   x->acted = true;
   atomic_store(&x->second_may_move, 1);
-  int64_t deadline = mu_now_ns() + MU_POLL_DEADLINE_NS;
+  int64_t deadline = test_clock_ns(CLOCK_MONOTONIC) + MU_POLL_DEADLINE_NS;
   while (!atomic_load(&x->first_holds_both) ||
          vmt_thread_state(x->second) != VMT_THREAD_BLOCKED) {
-    if (mu_now_ns() > deadline) {
+    if (test_clock_ns(CLOCK_MONOTONIC) > deadline) {
       x->timed_out = true;
       return;
     }
@@ -340,9 +340,9 @@ static void answer_is_exact_while_threads_exit(void **state) {
   assert_int_equal(vmt_monitor_create(&c.m, "churn"), 0);
   vmt_thread_t *sp[2];
   for (int i = 0; i < 2; i++) assert_int_equal(vmt_thread_start(&sp[i], spawner, &c), 0);
-  int64_t end = mu_now_ns() + 150 * MU_MS;
+  int64_t end = test_clock_ns(CLOCK_MONOTONIC) + 150 * MU_MS;
   int rounds = 0;
-  while (mu_now_ns() < end || rounds < 20) {
+  while (test_clock_ns(CLOCK_MONOTONIC) < end || rounds < 20) {
     int64_t *ids;
     size_t n = find(false, &ids);
     assert_ids(ids, n, monitor_ring, CYCLE);

@@ -13,12 +13,7 @@
 #include <cmocka.h>
 
 #include "runtime/os.h"
-
-static int64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+#include "test/clock_util.h"
 
 static void mismatch_returns_eagain(void **state) {
   (void)state;
@@ -31,12 +26,12 @@ static void past_and_near_deadlines_time_out(void **state) {
   _Atomic uint32_t word = 0;
   assert_int_equal(vmt_os_futex_wait(&word, 0, 0), -ETIMEDOUT);
   assert_int_equal(vmt_os_futex_wait(&word, 0, -5), -ETIMEDOUT);
-  int64_t deadline = mono_ns() + 20 * 1000 * 1000;
+  int64_t deadline = test_clock_ns(CLOCK_MONOTONIC) + 20 * 1000 * 1000;
   int rc;
   do rc = vmt_os_futex_wait(&word, 0, deadline); while (rc == 0 || rc == -EINTR);
   assert_int_equal(rc, -ETIMEDOUT);
   /* The deadline is absolute CLOCK_MONOTONIC: the kernel returned no earlier than it. */
-  assert_true(mono_ns() >= deadline);
+  assert_true(test_clock_ns(CLOCK_MONOTONIC) >= deadline);
 }
 
 static void *waker(void *arg) {

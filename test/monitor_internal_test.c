@@ -304,8 +304,9 @@ static void blocked_time_is_kept_per_thread_and_per_monitor(void **state) {
   assert_int_equal(vmt_monitor_enter(c.m), 0);
   vmt_thread_t *t = mu_start(enter_exit, &c);
   MU_POLL_UNTIL(vmt_thread_state(t) == VMT_THREAD_BLOCKED, "BLOCKED");
-  int64_t t0 = mu_now_ns();
-  while (mu_now_ns() - t0 < 20 * MU_MS) mu_pause_1ms();   /* keep it blocked a while */
+  int64_t t0 = test_clock_ns(CLOCK_MONOTONIC);
+  /* keep it blocked a while */
+  while (test_clock_ns(CLOCK_MONOTONIC) - t0 < 20 * MU_MS) mu_pause_1ms();
   assert_int_equal(vmt_monitor_exit(c.m), 0);
   MU_POLL_UNTIL(atomic_load(&c.done), "the enter");
   vmt__thread_lock_info_t info = info_of(t, false);
@@ -488,9 +489,9 @@ static void lock_info_is_consistent_while_the_owner_churns(void **state) {
   (void)state;
   churn_t c = {0};
   vmt_thread_t *t = mu_start(churn_locks, &c);
-  int64_t end = mu_now_ns() + 200 * MU_MS;
+  int64_t end = test_clock_ns(CLOCK_MONOTONIC) + 200 * MU_MS;
   size_t seen_nonempty = 0;
-  while (mu_now_ns() < end || atomic_load(&c.rounds) < 100) {
+  while (test_clock_ns(CLOCK_MONOTONIC) < end || atomic_load(&c.rounds) < 100) {
     vmt__thread_lock_info_t info = info_of(t, true);
     assert_true(info.held_count <= CHURN_LOCKS);
     for (size_t i = 0; i < info.held_count; i++) {

@@ -1,8 +1,8 @@
 /*
- * test/monitor_util.h: what the monitor tests share: a monotonic clock, a 1 ms pause that is
- * not a vmthread wait (it must not move the counts under test), and polling with a generous
- * deadline instead of fixed sleeps, so a slow or loaded machine delays a test but never fails
- * it, and the group setup that attaches the main thread. Include after <cmocka.h>.
+ * test/monitor_util.h: what the monitor tests share: a 1 ms pause that is not a vmthread wait
+ * (it must not move the counts under test), and polling with a generous deadline instead of
+ * fixed sleeps, so a slow or loaded machine delays a test but never fails it, and the group
+ * setup that attaches the main thread. Include after <cmocka.h>.
  */
 #ifndef VMT_TEST_MONITOR_UTIL_H
 #define VMT_TEST_MONITOR_UTIL_H
@@ -10,16 +10,11 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "test/clock_util.h"
 #include "vmthread.h"
 
 #define MU_POLL_DEADLINE_NS (10LL * 1000 * 1000 * 1000)
 #define MU_MS (1000LL * 1000)
-
-static inline int64_t mu_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static inline void mu_pause_1ms(void) {
   struct timespec ts = {0, 1000 * 1000};
@@ -27,13 +22,14 @@ static inline void mu_pause_1ms(void) {
 }
 
 /* Polls cond (an expression) every millisecond; fails the test after the deadline. */
-#define MU_POLL_UNTIL(cond, what)                                                  \
-  do {                                                                             \
-    int64_t mu_deadline_ = mu_now_ns() + MU_POLL_DEADLINE_NS;                      \
-    while (!(cond)) {                                                              \
-      if (mu_now_ns() > mu_deadline_) fail_msg("timed out waiting for %s", what); \
-      mu_pause_1ms();                                                              \
-    }                                                                              \
+#define MU_POLL_UNTIL(cond, what)                                                    \
+  do {                                                                               \
+    int64_t mu_deadline_ = test_clock_ns(CLOCK_MONOTONIC) + MU_POLL_DEADLINE_NS;     \
+    while (!(cond)) {                                                                \
+      if (test_clock_ns(CLOCK_MONOTONIC) > mu_deadline_)                             \
+        fail_msg("timed out waiting for %s", what);                                  \
+      mu_pause_1ms();                                                                \
+    }                                                                                \
   } while (0)
 
 /* Group setup and teardown for tests that run on the main thread attached as a vmthread (an

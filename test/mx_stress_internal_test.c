@@ -32,6 +32,7 @@
 
 #include "mx_util.h"
 #include "runtime/internal.h"
+#include "test/clock_util.h"
 
 #define WORKERS 10
 #define RUN_NS 3000000000LL
@@ -60,16 +61,10 @@ static void violation(int line, const char *what) {
   }
 }
 
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 static void *worker(void *arg) {
   unsigned seed = (unsigned)(uintptr_t)arg;
-  int64_t deadline = now_ns() + (rand_r(&seed) % 200) * 1000000LL;
-  while (now_ns() < deadline) {
+  int64_t deadline = test_clock_ns(CLOCK_MONOTONIC) + (rand_r(&seed) % 200) * 1000000LL;
+  while (test_clock_ns(CLOCK_MONOTONIC) < deadline) {
     vmt_monitor_t *m = mons[rand_r(&seed) % 3];
     vmt_monitor_enter(m);
     void *p = malloc((size_t)(rand_r(&seed) % 4096) + 1);
@@ -230,9 +225,9 @@ static void threads_die_while_everything_is_queried(void **state) {
 
   vmt_thread_t *slot[WORKERS] = {0};
   unsigned seed = 12345;
-  int64_t start = now_ns();
+  int64_t start = test_clock_ns(CLOCK_MONOTONIC);
   for (;;) {
-    int64_t elapsed = now_ns() - start;
+    int64_t elapsed = test_clock_ns(CLOCK_MONOTONIC) - start;
     bool enough = elapsed >= RUN_NS && atomic_load(&rounds) >= MIN_ROUNDS &&
                   atomic_load(&deaths) >= MIN_DEATHS;
     assert_true(elapsed < HARD_LIMIT_NS);

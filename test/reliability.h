@@ -1,7 +1,7 @@
 /*
  * test/reliability.h: what the reliability tests share (storm, never-another-thread's-time,
- * exhaustion, faults, bad input, fork, signals): scaling knobs read from the environment, the
- * figures they publish and a monotonic clock. Their CPU burner is test/cpu_burn.h's.
+ * exhaustion, faults, bad input, fork, signals): scaling knobs read from the environment and the
+ * figures they publish. Their clock is test/clock_util.h's, their CPU burner test/cpu_burn.h's.
  *
  * Figures. Each test publishes what it did (lifetimes run, queries made, faults injected...)
  * as lines "figure <test> <key> <value>" on stdout, and appends the same lines to the file
@@ -17,13 +17,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
-
-static inline int64_t rel_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* Writes v to a /proc/sys file (a namespace's own pid_max or ns_last_pid); 0 or -errno. */
 static inline int rel_write_sysctl(const char *path, long v) {

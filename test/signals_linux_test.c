@@ -26,6 +26,7 @@
 
 #include <cmocka.h>
 
+#include "test/clock_util.h"
 #include "test/reliability.h"
 #include "vmthread.h"
 
@@ -92,9 +93,9 @@ static void *run_op(void *arg) {
   atomic_store(&op_thread, vmt_thread_current());
   int64_t sig0 = atomic_load(&signals_seen);
   set_target(true);
-  int64_t t0 = rel_now_ns();
+  int64_t t0 = test_clock_ns(CLOCK_MONOTONIC);
   op->rc = op->fn(op);
-  op->elapsed_ns = rel_now_ns() - t0;
+  op->elapsed_ns = test_clock_ns(CLOCK_MONOTONIC) - t0;
   op->event_before_return = atomic_load(&op->event);
   set_target(false);
   atomic_store(&op_thread, NULL);
@@ -142,11 +143,11 @@ static void *hold_for_a_while(void *arg) {
   vmt_monitor_enter(op->m);
   atomic_store(&op->before_ready, true);
   /* Bounded, so an enter that wrongly succeeds fails the test below instead of hanging it. */
-  int64_t give_up = rel_now_ns() + LIVENESS_NS;
+  int64_t give_up = test_clock_ns(CLOCK_MONOTONIC) + LIVENESS_NS;
   vmt_thread_t *waiter;
   while (((waiter = atomic_load(&op_thread)) == NULL ||
           vmt_thread_state(waiter) != VMT_THREAD_BLOCKED) &&
-         rel_now_ns() < give_up)
+         test_clock_ns(CLOCK_MONOTONIC) < give_up)
     usleep(1000);
   vmt_sleep_ns(WAIT_NS);
   atomic_store(&op->event, true);

@@ -31,6 +31,7 @@
 #include <cmocka.h>
 
 #include "runtime/thread_impl.h"
+#include "test/clock_util.h"
 #include "test/reliability.h"
 
 enum { MONITORS = 4, KINDS = 8 };
@@ -258,7 +259,7 @@ refused:
 static void *creator(void *arg) {
   (void)arg;
   for (;;) {
-    if (rel_now_ns() >= storm.deadline_ns) break;
+    if (test_clock_ns(CLOCK_MONOTONIC) >= storm.deadline_ns) break;
     int64_t i = atomic_fetch_add(&storm.claimed, 1);
     if (i >= storm.max_lifetimes) break;
     one_lifetime(i);
@@ -512,7 +513,7 @@ static void run_storm(const char *T, bool faults, double seconds) {
   int creators = 2 * (int)(cores < 2 ? 2 : cores) + 1, queriers = 3;
   pthread_t cr[64], qr[4];
   if (creators > 64) creators = 64;
-  int64_t t0 = rel_now_ns();
+  int64_t t0 = test_clock_ns(CLOCK_MONOTONIC);
   storm.deadline_ns = t0 + (int64_t)(seconds * 1e9);
   /* Two registry walkers (internal view) and one management-API poller. */
   for (int i = 0; i < queriers; i++)
@@ -534,16 +535,16 @@ static void run_storm(const char *T, bool faults, double seconds) {
   int64_t cleanup_starts = faults ? 1 : 0;
 
   /* Released-while-running threads finish on their own: wait (poll) for the live count. */
-  int64_t wait_deadline = rel_now_ns() + 30LL * 1000 * 1000 * 1000;
+  int64_t wait_deadline = test_clock_ns(CLOCK_MONOTONIC) + 30LL * 1000 * 1000 * 1000;
   vmt__counts_t c;
   for (;;) {
     vmt__registry_counts(&c);
-    if (c.live == c0.live || rel_now_ns() > wait_deadline) break;
+    if (c.live == c0.live || test_clock_ns(CLOCK_MONOTONIC) > wait_deadline) break;
     usleep(1000);
   }
   atomic_store(&storm.stop, true);
   for (int i = 0; i < queriers; i++) pthread_join(qr[i], NULL);
-  int64_t elapsed_ns = rel_now_ns() - t0;
+  int64_t elapsed_ns = test_clock_ns(CLOCK_MONOTONIC) - t0;
   int64_t lifetimes = atomic_load(&storm.finished);
 
   if (atomic_load(&storm.failures) != 0)
