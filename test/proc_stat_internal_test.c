@@ -20,6 +20,8 @@
 #include <cmocka.h>
 
 #include "runtime/os.h"
+#include "test/clock_util.h"
+#include "test/cpu_burn.h"
 
 /* fields 4..13, then utime (14), stime (15), then the rest of a real line. */
 #define MIDDLE " 1 4242 4242 0 -1 4194368 1503 0 7 0 "
@@ -136,18 +138,10 @@ static void fuzzed_input_never_crashes(void **state) {
 static void *burn_named(void *arg) {
   (void)arg;
   prctl(PR_SET_NAME, "a) (b", 0, 0, 0);
-  volatile uint64_t x = 0;
-  struct timespec ts;
-  int64_t until;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  until = ts.tv_sec * 1000000000LL + ts.tv_nsec + 30000000;
-  do {
-    for (int i = 0; i < 100000; i++) x += (uint64_t)i;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  } while (ts.tv_sec * 1000000000LL + ts.tv_nsec < until);
+  burn_cpu_ms(30);
+  int64_t total = test_clock_ns(CLOCK_THREAD_CPUTIME_ID);
   int64_t user, sys;
   int rc = vmt_os_proc_thread_times((pid_t)syscall(SYS_gettid), &user, &sys);
-  int64_t total = ts.tv_sec * 1000000000LL + ts.tv_nsec;
   /* /proc is tick-scaled to the precise runtime: user + sys never exceeds it by a tick. */
   bool good = rc == 0 && user >= 0 && sys >= 0 && user + sys <= total + 10000000 &&
               user + sys >= 10000000;
