@@ -15,7 +15,6 @@ PASSED = re.compile(r"^\[  PASSED  \] (\d+) test\(s\)\.", re.M)
 FAILED = re.compile(r"^\[  FAILED  \] (\d+) test\(s\), listed below", re.M)
 SKIPPED = re.compile(r"^\[  SKIPPED \] (\d+) test\(s\), listed below", re.M)
 PLAIN = re.compile(r"^(?:\w+: )?(\d+) passed, (\d+) failed(?:, (\d+) skipped)?$", re.M)
-CASE = re.compile(r"^\[ +(OK|FAILED|SKIPPED|ERROR) +\] .*$", re.M)
 
 
 def bazel_status(logdir):
@@ -60,7 +59,6 @@ def main():
         total_skip += s
         verdict = "ok" if ok and f == 0 else "FAILED"
         print(f"\n=== {target}: {verdict} ({p} passed, {f} failed, {s} skipped)")
-        cases = CASE.findall(text)
         for line in re.findall(r"^\[ +(?:FAILED|SKIPPED|ERROR|  PASSED  ) +\].*$|^\[==========\].*$", text, re.M):
             print("  " + line)
         if verdict != "ok":
