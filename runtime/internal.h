@@ -74,7 +74,6 @@ struct vmt_thread {
   uint32_t fork_generation;          /* vmt__fork_generation when its pthread was created */
   int64_t cpu_at_begin_ns;           /* own CPU time at attach (0 for started threads) */
   /* Registry bookkeeping (registry.c), written under the registry's writer lock. */
-  bool ended_uncounted;              /* left before start counted it (counted as started only) */
   uint64_t inserted_generation;      /* generation of the first snapshot that held it */
   uint64_t removed_generation;       /* generation of the last snapshot that held it */
   struct vmt_thread *tomb_next;      /* tombstones of the current snapshot */

@@ -276,21 +276,19 @@ int vmt__registry_insert(vmt_thread_t *t) {
 }
 
 static void uncount_locked(vmt_thread_t *t) {
-  if (atomic_load_explicit(&t->counted, memory_order_relaxed)) {
-    atomic_store_explicit(&t->counted, false, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&live_count, 1, memory_order_relaxed);
-    if (t->daemon) atomic_fetch_sub_explicit(&daemon_count, 1, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&t->category->live, 1, memory_order_relaxed);
-  } else {
-    t->ended_uncounted = true;
-  }
+  if (!atomic_load_explicit(&t->counted, memory_order_relaxed)) return;
+  atomic_store_explicit(&t->counted, false, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&live_count, 1, memory_order_relaxed);
+  if (t->daemon) atomic_fetch_sub_explicit(&daemon_count, 1, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&t->category->live, 1, memory_order_relaxed);
 }
 
 void vmt__registry_count(vmt_thread_t *t) {
   if (t->kind == VMT__KIND_INTERNAL) return;
   pthread_mutex_lock(&writer_lock);
   atomic_fetch_add_explicit(&started_total, 1, memory_order_relaxed);
-  if (!t->ended_uncounted) {
+  /* A thread that already left (its child ran and ended first) is counted as started only. */
+  if (reg_state(t) == VMT__REG_IN) {
     atomic_store_explicit(&t->counted, true, memory_order_relaxed);
     int32_t live = atomic_fetch_add_explicit(&live_count, 1, memory_order_relaxed) + 1;
     if (live > atomic_load_explicit(&peak_count, memory_order_relaxed))
