@@ -117,7 +117,6 @@ void vmt__monitor_thread_end(vmt_thread_t *t);
 typedef struct vmt__snapshot {
   uint64_t generation;
   size_t count;
-  size_t capacity;                   /* slots allocated (registry.c) */
   struct vmt__snapshot *retire_next; /* retired-snapshot list (registry.c) */
   vmt_thread_t *threads[];           /* sorted by id; may hold tombstoned records */
 } vmt__snapshot_t;

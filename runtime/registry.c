@@ -57,9 +57,7 @@ static vmt_thread_t *kept_records;
 
 static vmt__snapshot_t *snapshot_alloc(size_t capacity) {
   if (vmt__fault_hit(VMT__FAULT_ALLOC) != 0) return NULL;
-  vmt__snapshot_t *s = malloc(sizeof(*s) + capacity * sizeof(s->threads[0]));
-  if (s) s->capacity = capacity;
-  return s;
+  return malloc(sizeof(vmt__snapshot_t) + capacity * sizeof(vmt_thread_t *));
 }
 
 static void push_snapshot(vmt__snapshot_t *s) {
