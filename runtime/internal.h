@@ -76,8 +76,9 @@ struct vmt_thread {
   /* Registry bookkeeping (registry.c), written under the registry's writer lock. */
   uint64_t inserted_generation;      /* generation of the first snapshot that held it */
   uint64_t removed_generation;       /* generation of the last snapshot that held it */
-  struct vmt_thread *tomb_next;      /* tombstones of the current snapshot */
-  struct vmt_thread *retire_next;    /* retired-record list, then the record pool */
+  /* The one list the record is on, in turn: the current snapshot's tombstones, the retired
+   * records, the record pool. */
+  struct vmt_thread *list_next;
   /* Readers of *allocatedp in progress (alloc.c): the owner waits for them (a few ns) before
    * its thread-local counters can go away. */
   _Atomic int32_t alloc_readers;

@@ -40,7 +40,7 @@ _Atomic(vmt__snapshot_t *) vmt__current_snapshot = &empty_snapshot;
 static pthread_mutex_t writer_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t generation;            /* of the current snapshot; writer_lock */
 static size_t tombstoned;              /* tombstones in the current snapshot; writer_lock */
-static vmt_thread_t *tombstones;       /* the same records, linked by tomb_next; writer_lock */
+static vmt_thread_t *tombstones;       /* the same records, linked by list_next; writer_lock */
 static _Atomic size_t current_count;   /* sizing hint read before taking the lock */
 
 static _Atomic int32_t live_count, peak_count, daemon_count;
@@ -69,8 +69,8 @@ static void push_snapshot(vmt__snapshot_t *s) {
 }
 
 static void push_record(vmt_thread_t *t) {
-  t->retire_next = atomic_load_explicit(&retired_records, memory_order_relaxed);
-  while (!atomic_compare_exchange_weak_explicit(&retired_records, &t->retire_next, t,
+  t->list_next = atomic_load_explicit(&retired_records, memory_order_relaxed);
+  while (!atomic_compare_exchange_weak_explicit(&retired_records, &t->list_next, t,
                                                 memory_order_release, memory_order_relaxed)) {
   }
   atomic_fetch_add_explicit(&retired_pending, 1, memory_order_relaxed);
@@ -98,7 +98,7 @@ static size_t lower_bound(vmt_thread_t *const *threads, size_t n, int64_t id) {
 
 static void tombstone_locked(vmt_thread_t *t) {
   atomic_store_explicit(&t->registry_state, VMT__REG_TOMBSTONE, memory_order_release);
-  t->tomb_next = tombstones;
+  t->list_next = tombstones;
   tombstones = t;
   tombstoned++;
 }
@@ -114,7 +114,7 @@ static void publish_locked(vmt__snapshot_t *ns, vmt_thread_t *add) {
   size_t n = cur->count;
   memcpy(ns->threads, cur->threads, n * sizeof(ns->threads[0]));
   vmt_thread_t *dropped = tombstones;
-  for (vmt_thread_t *x = dropped; x; x = x->tomb_next) {
+  for (vmt_thread_t *x = dropped; x; x = x->list_next) {
     size_t at = lower_bound(cur->threads, cur->count, x->id);
     if (at < cur->count && cur->threads[at] == x) ns->threads[at] = NULL;
     x->removed_generation = cur->generation;
@@ -147,7 +147,7 @@ static void publish_locked(vmt__snapshot_t *ns, vmt_thread_t *add) {
    * pushed, cur may be freed by a concurrent reclaimer: not touched again. */
   if (cur != &empty_snapshot) push_snapshot(cur);
   while (dropped) {
-    vmt_thread_t *next = dropped->tomb_next;
+    vmt_thread_t *next = dropped->list_next;
     push_record(dropped);
     dropped = next;
   }
@@ -223,9 +223,9 @@ static void reclaim(bool wait) {
   for (int pass = 0; pass < 2; pass++) {
     vmt_thread_t *t = pass == 0 ? keep_r : records;
     while (t) {
-      vmt_thread_t *next = t->retire_next;
+      vmt_thread_t *next = t->list_next;
       if (record_visible(&prot, t)) {
-        t->retire_next = kept_records;
+        t->list_next = kept_records;
         kept_records = t;
       } else {
         vmt__record_unref(t);
