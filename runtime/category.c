@@ -45,7 +45,7 @@ void vmt__category_fork_prepare(void) { pthread_mutex_lock(&category_lock); }
 void vmt__category_fork_parent(void) { pthread_mutex_unlock(&category_lock); }
 void vmt__category_fork_child(void) {
   pthread_mutex_init(&category_lock, NULL);
-  /* Only the forking thread survives: the registry recounts live threads (fork.c). */
+  /* Only the forking thread survives: the registry recounts live threads (registry.c). */
   for (vmt__category_t *c = vmt__categories(); c; c = c->next)
     atomic_store_explicit(&c->live, 0, memory_order_relaxed);
 }

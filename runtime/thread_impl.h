@@ -62,9 +62,7 @@ void vmt__registry_remove(vmt_thread_t *t);
 int vmt__hazards_collect(const void ***out, size_t *count);
 size_t vmt__hazard_block_count(void);
 
-/* ---- Process-wide state ---------------------------------------------------------------- */
-/* The calling thread's record (started, attached or internal); initial-exec TLS: one load. */
-extern _Thread_local vmt_thread_t *vmt__current __attribute__((tls_model("initial-exec")));
+/* ---- Process-wide state (thread_access.c; vmt__current is in runtime/internal.h) ------- */
 /* Incremented in every fork child. A record whose fork_generation differs describes a thread
  * of an ancestor process: it does not exist here, so nobody waits for it nor touches its
  * pthread_t (joining or detaching one is undefined behaviour after fork). */
@@ -77,7 +75,8 @@ void vmt__runtime_init(void);
 /* The common exit bookkeeping of a started, internal or (last detach) attached thread, run by
  * the thread itself; drops the thread's own reference (thread_exit.c). */
 void vmt__thread_finish(vmt_thread_t *t);
-/* Fork (fork.c): the registry's and the record pool's pieces of the atfork handlers. */
+/* The registry's, pool's, categories' and hazards' pieces of the atfork handlers
+ * (thread_access.c). */
 void vmt__registry_fork_prepare(void);
 void vmt__registry_fork_parent(void);
 void vmt__registry_fork_child(vmt_thread_t *survivor);
