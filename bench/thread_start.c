@@ -275,28 +275,6 @@ static double starts_round(int n) {
 }
 
 /* ---- main ------------------------------------------------------------------------------ */
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(const double *v, size_t n) {
-  double *c = malloc(n * sizeof(*c));
-  memcpy(c, v, n * sizeof(*c));
-  qsort(c, n, sizeof(*c), cmp_double);
-  double m = n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
-  free(c);
-  return m;
-}
-
-static void minmax(const double *v, size_t n, double *lo, double *hi) {
-  *lo = *hi = v[0];
-  for (size_t i = 1; i < n; i++) {
-    if (v[i] < *lo) *lo = v[i];
-    if (v[i] > *hi) *hi = v[i];
-  }
-}
-
 enum { V_VMTHREAD, V_HANDSHAKE, V_PTHREAD, VARIANTS };
 static const char *const variant_names[VARIANTS] = {"vmthread", "handshake", "pthread"};
 static round_t (*const rounds[VARIANTS])(void) = {round_vmthread, round_handshake, round_pthread};
@@ -336,36 +314,35 @@ int main(int argc, char **argv) {
     }
   }
 
+  /* Medians are the harness's p50: nearest rank of an odd number of rounds. */
+  enum { WALL, USER, SYS, CSW, MEASURES };
+  vmtb_result_t st[VARIANTS][MEASURES];
+  for (int v = 0; v < VARIANTS; v++) {
+    double *series[MEASURES] = {wall[v], user[v], sys[v], csw[v]};
+    for (int m = 0; m < MEASURES; m++) vmtb_stats(series[m], repeats, &st[v][m]);
+  }
   vmtb_table_header(&opts, "thread_start: start + tid + join, per thread (us/thread; samples = "
                            "rounds of 1000 threads)");
   double med[VARIANTS];
   for (int v = 0; v < VARIANTS; v++) {
     char extra[256];
-    double mu = median(user[v], repeats), ms = median(sys[v], repeats),
-           mc = median(csw[v], repeats);
-    med[v] = median(wall[v], repeats);
+    med[v] = st[v][WALL].p50;
     snprintf(extra, sizeof(extra), "\"user_us\":%.3f,\"sys_us\":%.3f,\"csw\":%.3f,\"threads\":%d",
-             mu, ms, mc, THREADS);
-    vmtb_result_t res = {.bench = "thread_start", .variant = variant_names[v],
-                         .unit = "us/thread"};
-    double *copy = malloc(repeats * sizeof(double));
-    memcpy(copy, wall[v], repeats * sizeof(double));
-    vmtb_stats(copy, repeats, &res);
-    free(copy);
+             st[v][USER].p50, st[v][SYS].p50, st[v][CSW].p50, THREADS);
+    vmtb_result_t res = st[v][WALL];
+    res.bench = "thread_start";
+    res.variant = variant_names[v];
+    res.unit = "us/thread";
     vmtb_report(&opts, &res, extra);
   }
   vmtb_note(&opts, "\n%-10s %22s %22s %22s %24s", "variant", "wall us/thread", "user us/thread",
             "sys us/thread", "ctx switches/thread");
   for (int v = 0; v < VARIANTS; v++) {
-    double lo[4], hi[4];
-    minmax(wall[v], repeats, &lo[0], &hi[0]);
-    minmax(user[v], repeats, &lo[1], &hi[1]);
-    minmax(sys[v], repeats, &lo[2], &hi[2]);
-    minmax(csw[v], repeats, &lo[3], &hi[3]);
+    const vmtb_result_t *w = &st[v][WALL], *u = &st[v][USER], *y = &st[v][SYS], *c = &st[v][CSW];
     vmtb_note(&opts, "%-10s %6.1f [%5.1f..%6.1f] %6.1f [%5.1f..%6.1f] %6.1f [%5.1f..%6.1f] "
               "%6.2f [%5.2f..%6.2f]",
-              variant_names[v], med[v], lo[0], hi[0], median(user[v], repeats), lo[1], hi[1],
-              median(sys[v], repeats), lo[2], hi[2], median(csw[v], repeats), lo[3], hi[3]);
+              variant_names[v], w->p50, w->min, w->max, u->p50, u->min, u->max, y->p50, y->min,
+              y->max, c->p50, c->min, c->max);
   }
   vmtb_note(&opts, "(median [min..max] over %zu rounds)", repeats);
   vmtb_note(&opts, "\nratios (medians):");
@@ -375,7 +352,7 @@ int main(int argc, char **argv) {
             med[V_HANDSHAKE] / med[V_VMTHREAD]);
   vmtb_note(&opts, "  handshake / pthread     %5.2fx", med[V_HANDSHAKE] / med[V_PTHREAD]);
   vmtb_note(&opts, "  ctx switches handshake / vmthread  %5.2fx  (Kudu: 29552 -> 17178, 1.72x)",
-            median(csw[V_HANDSHAKE], repeats) / median(csw[V_VMTHREAD], repeats));
+            st[V_HANDSHAKE][CSW].p50 / st[V_VMTHREAD][CSW].p50);
 
   if (only) return 0;
   /* ---- part two: starts while 1000 threads live, with and without readers -------------- */
@@ -448,8 +425,8 @@ int main(int argc, char **argv) {
              walk_time[k] > 0 ? (double)walks_in[k] / walk_time[k] : 0.0);
     vmtb_result_t res = {.bench = "thread_start", .variant = reader_names[k],
                          .unit = "us/thread"};
-    rmed[k] = median(rs[k], reader_repeats);
     vmtb_stats(rs[k], reader_repeats, &res);
+    rmed[k] = res.p50;
     vmtb_report(&opts, &res, extra);
   }
   vmtb_note(&opts, "\nwalks per second: walker %.0f, private walk %.0f, paced walker %.0f",
