@@ -62,7 +62,7 @@ struct vmt_thread {
   void *result;
   int32_t attach_count;
   _Atomic uint32_t done;             /* 1 once the exit bookkeeping is complete */
-  _Atomic int32_t join_state;        /* 0 none, 1 joining, 2 joined */
+  _Atomic bool joined;               /* claimed by the one join allowed (thread_join.c) */
   /* References held by API users (start's, retain's). The first one holds one internal
    * reference in `refs`; the last release drops it. Kept apart from `refs` so that a user's
    * extra release is refused instead of dropping the running thread's own reference. */

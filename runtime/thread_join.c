@@ -24,9 +24,7 @@ int vmt_thread_join(vmt_thread_t *t, void **result) {
   } else if (t == vmt__current) {
     rc = -EDEADLK;
   } else {
-    int32_t expected = 0;
-    if (!atomic_compare_exchange_strong_explicit(&t->join_state, &expected, 1,
-                                                 memory_order_acq_rel, memory_order_acquire)) {
+    if (atomic_exchange_explicit(&t->joined, true, memory_order_acq_rel)) {
       rc = -EALREADY;
     } else {
       /* pthread_join returns once the kernel has cleared the thread's tid word, after the
@@ -35,7 +33,6 @@ int vmt_thread_join(vmt_thread_t *t, void **result) {
       if (vmt__thread_of_this_process(t)) pthread_join(t->pthread, NULL);
       t->os_reaped = true;
       if (result) *result = t->result;
-      atomic_store_explicit(&t->join_state, 2, memory_order_release);
     }
   }
   vmt__record_unref(t);
