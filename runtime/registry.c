@@ -21,9 +21,11 @@
  * An exit does not build a snapshot: it tombstones its record in place (lookups and listings
  * skip it; the record stays allocated) and the next rebuild, by a start or once tombstones
  * outnumber live entries two to one, drops it. So an exiting thread neither allocates nor
- * frees: a thread whose body never touched the allocator does not make jemalloc set up (and
- * tear down, with madvise and a TLB shootdown) a thread cache just to leave, which measured
- * 20-30 us per thread here. An exit cannot fail for want of memory either.
+ * frees, except the rare one that finds the snapshot crowded (tombstones over 64 and twice
+ * the live entries) and compacts it: a thread whose body never touched the allocator does
+ * not make jemalloc set up (and tear down, with madvise and a TLB shootdown) a thread cache
+ * just to leave, which measured 20-30 us per thread here. An exit cannot fail for want of
+ * memory either: without memory the compaction waits for the next rebuild.
  *
  * Counters (live, peak, daemon, total started, per-category live) change under the writer
  * lock and are read with plain atomic loads.

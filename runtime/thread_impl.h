@@ -53,8 +53,9 @@ size_t vmt__record_pool_free_count(void);
 int vmt__registry_insert(vmt_thread_t *t);
 /* Counts t as started and (unless it already left) live; internal threads are never counted. */
 void vmt__registry_count(vmt_thread_t *t);
-/* Uncounts t and tombstones it in the current snapshot: no allocation, never fails. The next
- * rebuild drops it; the registry's reference on t goes once no reader can see it. */
+/* Uncounts t and tombstones it in the current snapshot; never fails. The next rebuild drops
+ * it (this call rebuilds, allocating, only when tombstones crowd the snapshot); the registry's
+ * reference on t goes once no reader can see it. */
 void vmt__registry_remove(vmt_thread_t *t);
 
 /* ---- Hazard pointers (hazard.c) -------------------------------------------------------- */
