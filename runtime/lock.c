@@ -90,7 +90,6 @@ static int32_t next_identity(void) {
 
 int vmt__lock_create(struct vmt__lock **out, uint32_t magic, const char *name,
                      const char *default_name) {
-  if (out == NULL) return -EINVAL;
   if (name == NULL) name = default_name;
   size_t n = strlen(name);
   if (n > VMT_MONITOR_NAME_MAX) return -EINVAL;

@@ -83,8 +83,19 @@ struct vmt_sync {
   struct vmt__lock lock;
 };
 
+/* The lock behind a handle (the first member of vmt_monitor / vmt_sync, so the cast is exact
+ * and NULL stays NULL) if it is a live lock of the kind magic says; else NULL (-EINVAL). */
+static inline struct vmt__lock *vmt__lock_checked(const void *handle, uint32_t magic) {
+  struct vmt__lock *l = (struct vmt__lock *)handle;
+  if (__builtin_expect(l == NULL, 0) ||
+      __builtin_expect(atomic_load_explicit(&l->magic, memory_order_relaxed) != magic, 0))
+    return NULL;
+  return l;
+}
+
 /* ---- Pool (lock.c) -------------------------------------------------------------------- */
-/* A fresh slot with magic set, named and identified; -ENOMEM. */
+/* A fresh slot with magic set, named and identified into *out (not NULL: the callers check);
+ * -EINVAL for a name longer than VMT_MONITOR_NAME_MAX, -ENOMEM. */
 int vmt__lock_create(struct vmt__lock **out, uint32_t magic, const char *name,
                      const char *default_name);
 /* -EINVAL unless l carries magic, -EBUSY while owned or waited on; else frees the slot. */

@@ -13,13 +13,7 @@
 #include "runtime/lock.h"
 
 static inline struct vmt__lock *as_lock(const vmt_monitor_t *m) {
-  if (__builtin_expect(m == NULL, 0)) return NULL;
-  struct vmt__lock *l = (struct vmt__lock *)&m->lock;
-  if (__builtin_expect(atomic_load_explicit(&l->magic, memory_order_relaxed) !=
-                           VMT__LOCK_MAGIC_MONITOR,
-                       0))
-    return NULL;
-  return l;
+  return vmt__lock_checked(m, VMT__LOCK_MAGIC_MONITOR);
 }
 
 int vmt_monitor_create(vmt_monitor_t **out, const char *name) {

@@ -22,16 +22,16 @@
 #include "runtime/lock.h"
 
 static struct vmt__lock *owned_lock(vmt_monitor_t *m, vmt_thread_t *t, int *err) {
-  if (m == NULL ||
-      atomic_load_explicit(&m->lock.magic, memory_order_relaxed) != VMT__LOCK_MAGIC_MONITOR) {
+  struct vmt__lock *l = vmt__lock_checked(m, VMT__LOCK_MAGIC_MONITOR);
+  if (l == NULL) {
     *err = -EINVAL;
     return NULL;
   }
-  if (!vmt__token_is_self(atomic_load_explicit(&m->lock.owner, memory_order_relaxed), t)) {
+  if (!vmt__token_is_self(atomic_load_explicit(&l->owner, memory_order_relaxed), t)) {
     *err = -EPERM;
     return NULL;
   }
-  return &m->lock;
+  return l;
 }
 
 static void unlink_node(struct vmt__lock *l, vmt__wait_node_t *node) {

@@ -13,10 +13,7 @@
 #include "runtime/lock.h"
 
 static inline struct vmt__lock *as_lock(const vmt_sync_t *s) {
-  if (s == NULL) return NULL;
-  struct vmt__lock *l = (struct vmt__lock *)&s->lock;
-  if (atomic_load_explicit(&l->magic, memory_order_relaxed) != VMT__LOCK_MAGIC_SYNC) return NULL;
-  return l;
+  return vmt__lock_checked(s, VMT__LOCK_MAGIC_SYNC);
 }
 
 int vmt_sync_create(vmt_sync_t **out, const char *name) {
