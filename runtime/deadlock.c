@@ -19,7 +19,6 @@
  * Threads that exit meanwhile are safe to read: the registry snapshot keeps their records.
  */
 #include <errno.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,10 +35,8 @@ typedef struct node {
 /* One consistent read of t's edge: its sequence number and the lock it waits for. */
 static void read_edge(vmt_thread_t *t, bool include_syncs, uint32_t *seq,
                       struct vmt__lock **lock) {
-  for (unsigned attempt = 1;; attempt++) {
-    if (attempt % 64 == 0) sched_yield();   /* the writer was preempted mid-write */
-    uint32_t s1 = atomic_load_explicit(&t->sync.seq, memory_order_acquire);
-    if (s1 & 1) continue;
+  for (unsigned attempts = 0;;) {
+    uint32_t s1 = vmt__seq_read_begin(&t->sync.seq, &attempts);
     struct vmt__lock *l =
         (struct vmt__lock *)atomic_load_explicit(&t->sync.blocked_on, VMT__SEQ_R);
     if (l == NULL && include_syncs)
@@ -57,7 +54,7 @@ static bool still_holds(vmt_thread_t *t, uint32_t seq, struct vmt__lock *lock) {
   bool found = false;
   unsigned steps = 0;
   for (struct vmt__lock *h = atomic_load_explicit(&t->sync.held_head, VMT__SEQ_R);
-       h != NULL && steps < (1u << 20);   /* longer: a torn read through a recycled slot */
+       h != NULL && steps < VMT__HELD_WALK_LIMIT;
        h = atomic_load_explicit(&h->held_next, VMT__SEQ_R), steps++)
     if (h == lock) {
       found = true;

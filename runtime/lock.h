@@ -29,6 +29,7 @@
 #define VMT_RUNTIME_LOCK_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -144,6 +145,19 @@ static inline uint32_t vmt__seq_begin(_Atomic uint32_t *seq) {
 static inline void vmt__seq_end(_Atomic uint32_t *seq, uint32_t s) {
   atomic_store_explicit(seq, s + 2, memory_order_release);
 }
+/* Reader: the sequence to copy under, once it is even; re-load it with VMT__SEQ_R after the
+ * copy and retry with the same *attempts if it moved. A writer holds it odd for a few stores,
+ * so every 64th try yields the CPU: past that the writer was preempted mid-write. */
+static inline uint32_t vmt__seq_read_begin(_Atomic uint32_t *seq, unsigned *attempts) {
+  for (;;) {
+    if (++*attempts % 64 == 0) sched_yield();
+    uint32_t s = atomic_load_explicit(seq, memory_order_acquire);
+    if ((s & 1) == 0) return s;
+  }
+}
+/* A reader walking a held list longer than this followed a recycled slot's link (a torn
+ * read), not a real list: what it read is no state the thread was in. */
+#define VMT__HELD_WALK_LIMIT (1u << 20)
 
 /* ---- Held list ------------------------------------------------------------------------ */
 static inline void vmt__held_push(vmt_thread_t *t, struct vmt__lock *l) {

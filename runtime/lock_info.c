@@ -10,17 +10,10 @@
  * type-stable memory anyway. The thread is never stopped nor made to wait.
  */
 #include <errno.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime/lock.h"
-
-/* A writer holds the sequence odd for a few stores; past this many tries it was preempted
- * mid-write, so give the CPU away instead of spinning against it. */
-#define SPINS_BEFORE_YIELD 64
-/* A held list longer than this is a torn read (a recycled slot's link), not a real one. */
-#define HELD_WALK_LIMIT (1u << 20)
 
 static int64_t times_or_disabled(const vmt_thread_t *t, _Atomic int64_t *value,
                                  uint64_t epoch) {
@@ -38,10 +31,8 @@ int vmt__thread_lock_info(struct vmt_thread *t, bool want_held, vmt__thread_lock
   uintptr_t owner_token = 0;
   vmt__thread_lock_info_t copy;
 
-  for (unsigned attempt = 1;; attempt++) {
-    if (attempt % SPINS_BEFORE_YIELD == 0) sched_yield();
-    uint32_t s1 = atomic_load_explicit(&t->sync.seq, memory_order_acquire);
-    if (s1 & 1) continue;
+  for (unsigned attempts = 0;;) {
+    uint32_t s1 = vmt__seq_read_begin(&t->sync.seq, &attempts);
     memset(&copy, 0, sizeof(copy));
     copy.state = atomic_load_explicit(&t->state, VMT__SEQ_R);
     struct vmt__lock *l = (struct vmt__lock *)atomic_load_explicit(&t->sync.blocked_on, VMT__SEQ_R);
@@ -66,7 +57,7 @@ int vmt__thread_lock_info(struct vmt_thread *t, bool want_held, vmt__thread_lock
       for (struct vmt__lock *h = atomic_load_explicit(&t->sync.held_head, VMT__SEQ_R);
            h != NULL; h = atomic_load_explicit(&h->held_next, VMT__SEQ_R)) {
         if (n < cap) vmt__lock_fill_desc(h, &held[n]);
-        if (++n >= HELD_WALK_LIMIT) {
+        if (++n >= VMT__HELD_WALK_LIMIT) {
           torn = true;
           break;
         }
