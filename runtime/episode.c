@@ -97,12 +97,7 @@ int64_t vmt__episode_end(vmt_thread_t *t, vmt__episode_t *ep, struct vmt__lock *
     _Atomic int64_t *acc = ep->kind == VMT__EP_ENTER ? &t->sync.blocked_ns : &t->sync.waited_ns;
     atomic_store_explicit(acc, atomic_load_explicit(acc, memory_order_relaxed) + d, VMT__SEQ_W);
   }
-  if (push != NULL) {
-    atomic_store_explicit(&push->held_next,
-                          atomic_load_explicit(&t->sync.held_head, memory_order_relaxed),
-                          VMT__SEQ_W);
-    atomic_store_explicit(&t->sync.held_head, push, VMT__SEQ_W);
-  }
+  if (push != NULL) vmt__held_link(&t->sync.held_head, push);
   atomic_store_explicit(&t->state, VMT_THREAD_RUNNABLE, VMT__SEQ_W);
   vmt__seq_end(&t->sync.seq, s);
   return d;

@@ -160,13 +160,17 @@ static inline uint32_t vmt__seq_read_begin(_Atomic uint32_t *seq, unsigned *atte
 #define VMT__HELD_WALK_LIMIT (1u << 20)
 
 /* ---- Held list ------------------------------------------------------------------------ */
+/* Links l in at the head; inside the caller's write section. */
+static inline void vmt__held_link(_Atomic(struct vmt__lock *) *head, struct vmt__lock *l) {
+  atomic_store_explicit(&l->held_next, atomic_load_explicit(head, memory_order_relaxed),
+                        VMT__SEQ_W);
+  atomic_store_explicit(head, l, VMT__SEQ_W);
+}
 static inline void vmt__held_push(vmt_thread_t *t, struct vmt__lock *l) {
   _Atomic uint32_t *seq = vmt__held_seq(t);
   _Atomic(struct vmt__lock *) *head = vmt__held_head(t);
   uint32_t s = vmt__seq_begin(seq);
-  atomic_store_explicit(&l->held_next, atomic_load_explicit(head, memory_order_relaxed),
-                        VMT__SEQ_W);
-  atomic_store_explicit(head, l, VMT__SEQ_W);
+  vmt__held_link(head, l);
   vmt__seq_end(seq, s);
 }
 /* Removes l from the caller's held list wherever it is (either identity). */
