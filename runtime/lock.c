@@ -202,11 +202,8 @@ int vmt__lock_acquire_contended(struct vmt__lock *l, int64_t deadline_ns, bool s
   /* From here the word says CONTENDED whenever we may sleep, so the owner's exit wakes us. We
    * acquire with CONTENDED too: another sleeper may remain (mutex2 in Drepper's paper). */
   while (atomic_exchange_explicit(&l->state, VMT__LOCK_CONTENDED, memory_order_acquire) !=
-         VMT__LOCK_FREE) {
-    if (deadline_ns != VMT_OS_NO_DEADLINE && vmt_os_java_time_nanos() >= deadline_ns)
-      return -ETIMEDOUT;
-    vmt_os_futex_wait(&l->state, VMT__LOCK_CONTENDED, deadline_ns);   /* any result: re-check */
-  }
+         VMT__LOCK_FREE)
+    if (vmt__wait_turn(&l->state, VMT__LOCK_CONTENDED, deadline_ns) != 0) return -ETIMEDOUT;
   return 0;
 }
 
@@ -233,6 +230,13 @@ int64_t vmt__deadline_after(int64_t timeout_ns) {
   int64_t now = vmt_os_java_time_nanos();
   if (timeout_ns >= VMT_OS_NO_DEADLINE - now) return VMT_OS_NO_DEADLINE;
   return now + timeout_ns;
+}
+
+int vmt__wait_turn(_Atomic uint32_t *word, uint32_t expected, int64_t deadline_ns) {
+  if (deadline_ns != VMT_OS_NO_DEADLINE && vmt_os_java_time_nanos() >= deadline_ns)
+    return -ETIMEDOUT;
+  vmt_os_futex_wait(word, expected, deadline_ns);   /* any result: the caller re-checks */
+  return 0;
 }
 
 int64_t vmt__token_owner_id(const vmt__snapshot_t *snap, uintptr_t token) {

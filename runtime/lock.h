@@ -268,6 +268,10 @@ static inline uint64_t vmt__contention_current_epoch(void) {
 
 /* A deadline from a relative timeout, saturating; VMT_OS_NO_DEADLINE for timeout <= 0. */
 int64_t vmt__deadline_after(int64_t timeout_ns);
+/* One turn of every blocking loop here (lock word, wait, park, sleep): -ETIMEDOUT once the
+ * deadline has passed; else sleeps while *word == expected until a wake-up, a signal or the
+ * deadline, and returns 0 for the caller to re-check its condition. */
+int vmt__wait_turn(_Atomic uint32_t *word, uint32_t expected, int64_t deadline_ns);
 
 /* Maps an owner token to a thread id using snap (0 when it is no listed runtime thread). */
 int64_t vmt__token_owner_id(const vmt__snapshot_t *snap, uintptr_t token);

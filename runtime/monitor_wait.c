@@ -69,10 +69,8 @@ int vmt_monitor_wait(vmt_monitor_t *m, int64_t timeout_ns) {
   vmt__held_pop(t, l);
   vmt__lock_release(l);
 
-  for (;;) {
-    if (atomic_load_explicit(&node.notified, memory_order_acquire)) break;
-    int rc = vmt_os_futex_wait(&node.notified, 0, deadline);   /* EINTR, spurious: re-check */
-    if (rc == -ETIMEDOUT) break;
+  while (!atomic_load_explicit(&node.notified, memory_order_acquire) &&
+         vmt__wait_turn(&node.notified, 0, deadline) == 0) {
   }
   vmt__episode_end(t, &ep, l, NULL);
 

@@ -19,13 +19,8 @@ int vmt_park(int64_t timeout_ns) {
   vmt__episode_t ep;
   vmt__episode_begin(t, &ep, VMT__EP_PARK, NULL, deadline != VMT_OS_NO_DEADLINE);
   int rc = 0;
-  while (atomic_exchange_explicit(&t->sync.park_permit, 0, memory_order_acquire) == 0) {
-    if (deadline != VMT_OS_NO_DEADLINE && vmt_os_java_time_nanos() >= deadline) {
-      rc = -ETIMEDOUT;
-      break;
-    }
-    vmt_os_futex_wait(&t->sync.park_permit, 0, deadline);   /* any result: re-check */
-  }
+  while (rc == 0 && atomic_exchange_explicit(&t->sync.park_permit, 0, memory_order_acquire) == 0)
+    rc = vmt__wait_turn(&t->sync.park_permit, 0, deadline);
   vmt__episode_end(t, &ep, NULL, NULL);
   return rc;
 }
@@ -46,7 +41,8 @@ int vmt_sleep_ns(int64_t ns) {
   vmt__episode_begin(t, &ep, VMT__EP_SLEEP, NULL, true);
   /* Nobody ever wakes this word: only the deadline ends the wait. */
   _Atomic uint32_t never = 0;
-  while (vmt_os_java_time_nanos() < deadline) vmt_os_futex_wait(&never, 0, deadline);
+  while (vmt__wait_turn(&never, 0, deadline) == 0) {
+  }
   vmt__episode_end(t, &ep, NULL, NULL);
   return 0;
 }
