@@ -18,8 +18,8 @@
 
 /* Spins before sleeping: 100 PAUSEs (tens of cycles each on current x86) outlast a critical
  * section of a few hundred ns running on the other CPU, and cost less than sleeping and being
- * woken (two syscalls and a wake-up: a wait/notify round trip, two of each, takes about 5 us in
- * //bench:monitors on the 2-core VM). */
+ * woken (two syscalls and a wake-up, microseconds: monitors.handoff in docs/benchmarks.md times
+ * a wait/notify round trip, which makes two of each). */
 #define VMT__SPIN_ITERATIONS 100
 
 _Thread_local vmt__anchor_t vmt__anchor;
