@@ -4,11 +4,11 @@
  * notify; destroyed and busy monitors), wait/notify hand-offs, timeouts, mutual exclusion under
  * contention, per-monitor statistics, and the thread states a blocked thread shows.
  * The OpenJDK-style checks of lock info, contention times and deadlocks are in
- * monitor_internal_test.c and deadlock_internal_test.c.
+ * monitor_internal_test.c and deadlock_internal_test.c; every wait under EINTR in
+ * signals_linux_test.c.
  */
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -511,66 +511,6 @@ static void sleep_honours_its_deadline(void **state) {
   assert_true(test_clock_ns(CLOCK_MONOTONIC) - t0 >= 15 * 1000 * 1000);
 }
 
-/* ---- Signals ------------------------------------------------------------------------------ *
- * A handler installed without SA_RESTART makes every futex wait return EINTR: the deadlines must
- * hold and nothing may return early. */
-
-static void on_signal(int sig) { (void)sig; }
-
-typedef struct interrupted {
-  vmt_monitor_t *m;
-  pthread_t self;
-  _Atomic int ready;
-  _Atomic int done;
-  int rc[3];
-  int64_t took[3];
-} interrupted_t;
-
-static void *wait_through_signals(void *arg) {
-  interrupted_t *x = arg;
-  x->self = pthread_self();
-  atomic_store(&x->ready, 1);
-  int64_t t0 = test_clock_ns(CLOCK_MONOTONIC);
-  x->rc[0] = vmt_sleep_ns(60 * 1000 * 1000);
-  x->took[0] = test_clock_ns(CLOCK_MONOTONIC) - t0;
-  vmt_monitor_enter(x->m);
-  t0 = test_clock_ns(CLOCK_MONOTONIC);
-  x->rc[1] = vmt_monitor_wait(x->m, 60 * 1000 * 1000);
-  x->took[1] = test_clock_ns(CLOCK_MONOTONIC) - t0;
-  vmt_monitor_exit(x->m);
-  t0 = test_clock_ns(CLOCK_MONOTONIC);
-  x->rc[2] = vmt_park(60 * 1000 * 1000);
-  x->took[2] = test_clock_ns(CLOCK_MONOTONIC) - t0;
-  atomic_store(&x->done, 1);
-  return NULL;
-}
-
-static void signals_neither_shorten_nor_end_waits(void **state) {
-  (void)state;
-  struct sigaction sa = {0}, old;
-  sa.sa_handler = on_signal;   /* no SA_RESTART */
-  sigemptyset(&sa.sa_mask);
-  assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
-  interrupted_t x = {0};
-  assert_int_equal(vmt_monitor_create(&x.m, "interrupted"), 0);
-  vmt_thread_t *t = mu_start(wait_through_signals, &x);
-  while (!atomic_load(&x.ready)) mu_pause_1ms();
-  int sent = 0;
-  while (!atomic_load(&x.done)) {
-    pthread_kill(x.self, SIGUSR1);
-    sent++;
-    mu_pause_1ms();
-  }
-  mu_join(t);
-  assert_true(sent > 10);
-  assert_int_equal(x.rc[0], 0);
-  assert_int_equal(x.rc[1], -ETIMEDOUT);
-  assert_int_equal(x.rc[2], -ETIMEDOUT);
-  for (int i = 0; i < 3; i++) assert_true(x.took[i] >= 60 * 1000 * 1000);
-  assert_int_equal(sigaction(SIGUSR1, &old, NULL), 0);
-  assert_int_equal(vmt_monitor_destroy(x.m), 0);
-}
-
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(create_rejects_bad_input),
@@ -588,7 +528,6 @@ int main(void) {
       cmocka_unit_test(park_and_unpark),
       cmocka_unit_test(park_consumes_one_permit),
       cmocka_unit_test(sleep_honours_its_deadline),
-      cmocka_unit_test(signals_neither_shorten_nor_end_waits),
   };
   return cmocka_run_group_tests_name("monitor", tests, NULL, NULL);
 }
