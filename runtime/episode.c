@@ -52,8 +52,8 @@ void vmt__episode_begin(vmt_thread_t *t, vmt__episode_t *ep, vmt__episode_kind_t
   vmt__seq_end(&t->sync.seq, s);
 }
 
-int64_t vmt__episode_end(vmt_thread_t *t, vmt__episode_t *ep, struct vmt__lock *l,
-                         struct vmt__lock *push) {
+void vmt__episode_end(vmt_thread_t *t, vmt__episode_t *ep, struct vmt__lock *l,
+                      struct vmt__lock *push) {
   int64_t d = 0;
   if (ep->epoch != 0) {
     d = vmt_os_elapsed_nanos() - ep->start_ns;
@@ -71,7 +71,7 @@ int64_t vmt__episode_end(vmt_thread_t *t, vmt__episode_t *ep, struct vmt__lock *
   }
   if (t == NULL) {
     if (push != NULL) vmt__held_push(NULL, push);
-    return d;
+    return;
   }
   uint32_t s = vmt__seq_begin(&t->sync.seq);
   switch (ep->kind) {
@@ -100,5 +100,4 @@ int64_t vmt__episode_end(vmt_thread_t *t, vmt__episode_t *ep, struct vmt__lock *
   if (push != NULL) vmt__held_link(&t->sync.held_head, push);
   atomic_store_explicit(&t->state, VMT_THREAD_RUNNABLE, VMT__SEQ_W);
   vmt__seq_end(&t->sync.seq, s);
-  return d;
 }

@@ -245,9 +245,9 @@ typedef struct vmt__episode {
 void vmt__episode_begin(vmt_thread_t *t, vmt__episode_t *ep, vmt__episode_kind_t kind,
                         struct vmt__lock *l, bool timed);
 /* Back to RUNNABLE; adds the time to t (and, for an enter, to l's blocked time); when push is
- * not NULL, pushes it on t's held list in the same write. Returns the elapsed ns (0 untimed). */
-int64_t vmt__episode_end(vmt_thread_t *t, vmt__episode_t *ep, struct vmt__lock *l,
-                         struct vmt__lock *push);
+ * not NULL, pushes it on t's held list in the same write. */
+void vmt__episode_end(vmt_thread_t *t, vmt__episode_t *ep, struct vmt__lock *l,
+                      struct vmt__lock *push);
 
 /* The contended acquisition, whole: counts it, publishes the episode (kind VMT__EP_ENTER for a
  * monitor, VMT__EP_SYNC for a synchronizer), acquires before the deadline, takes ownership as
