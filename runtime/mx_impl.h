@@ -8,6 +8,7 @@
 #define VMT_RUNTIME_MX_IMPL_H
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "runtime/internal.h"
 
@@ -21,6 +22,16 @@ static inline void *vmt__mx_calloc(size_t n, size_t size) {
   if (vmt__fault_hit(VMT__FAULT_ALLOC)) return NULL;
   return calloc(n, size);
 }
+/* A malloc'ed, NUL-terminated copy of the first n bytes of s (through vmt__mx_malloc). */
+static inline char *vmt__mx_strndup(const char *s, size_t n) {
+  char *d = vmt__mx_malloc(n + 1);
+  if (d) {
+    memcpy(d, s, n);
+    d[n] = '\0';
+  }
+  return d;
+}
+static inline char *vmt__mx_strdup(const char *s) { return vmt__mx_strndup(s, strlen(s)); }
 
 /*
  * The listed thread with this id in snap, or NULL (unknown, internal, or terminated). *hint is

@@ -13,13 +13,6 @@
 
 #include "runtime/mx_impl.h"
 
-static char *copy_str(const char *s) {
-  size_t n = strlen(s) + 1;
-  char *d = vmt__mx_malloc(n);
-  if (d) memcpy(d, s, n);
-  return d;
-}
-
 static void lock_info_clear(vmt_lock_info_t *l) {
   free(l->class_name);
   free(l->name);
@@ -49,8 +42,8 @@ void vmt_mx_thread_info_array_free(vmt_thread_info_t **infos, size_t count) {
 }
 
 static int copy_lock(const vmt__lock_desc_t *d, vmt_lock_info_t *l) {
-  l->class_name = copy_str(d->class_name);
-  l->name = copy_str(d->name);
+  l->class_name = vmt__mx_strdup(d->class_name);
+  l->name = vmt__mx_strdup(d->name);
   l->identity_hash = d->identity;
   return l->class_name && l->name ? 0 : -ENOMEM;
 }
@@ -70,7 +63,7 @@ static int owner_of(const vmt__snapshot_t *snap, int64_t owner_id, vmt_thread_in
   int rc = 0;
   if (owner) {
     info->lock_owner_id = owner_id;
-    info->lock_owner_name = copy_str(owner->name);
+    info->lock_owner_name = vmt__mx_strdup(owner->name);
     if (!info->lock_owner_name) rc = -ENOMEM;
   }
   if (fresh) vmt__registry_release(fresh);
@@ -140,8 +133,8 @@ int vmt__mx_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, bool locke
   info->waited_count = (int64_t)li.waited_count;
   info->waited_time_ns = li.waited_ns;
   info->lock_owner_id = -1;
-  info->name = copy_str(t->name);
-  info->category = copy_str(t->category->name);
+  info->name = vmt__mx_strdup(t->name);
+  info->category = vmt__mx_strdup(t->category->name);
   rc = info->name && info->category ? 0 : -ENOMEM;
   if (!rc && li.has_lock) {
     info->lock = vmt__mx_calloc(1, sizeof(*info->lock));

@@ -51,15 +51,6 @@ void vmt__mx_frames_free(vmt_stack_frame_t *frames, size_t count) {
   free(frames);
 }
 
-static char *dup_str(const char *s, size_t n) {
-  char *d = vmt__mx_malloc(n + 1);
-  if (d) {
-    memcpy(d, s, n);
-    d[n] = '\0';
-  }
-  return d;
-}
-
 /* Copies the walker's frames (strings it owns) into frames the caller owns. */
 static int copy_frames(const vmt_stack_frame_t *src, size_t n, vmt_stack_frame_t **frames,
                        size_t *count) {
@@ -67,8 +58,8 @@ static int copy_frames(const vmt_stack_frame_t *src, size_t n, vmt_stack_frame_t
   if (!out) return -ENOMEM;
   for (size_t i = 0; i < n; i++) {
     const char *fn = src[i].function ? src[i].function : "??";
-    out[i].function = dup_str(fn, strlen(fn));
-    out[i].file = src[i].file ? dup_str(src[i].file, strlen(src[i].file)) : NULL;
+    out[i].function = vmt__mx_strdup(fn);
+    out[i].file = src[i].file ? vmt__mx_strdup(src[i].file) : NULL;
     out[i].line = src[i].line;
     out[i].pc = src[i].pc;
     if (!out[i].function || (src[i].file && !out[i].file)) {
@@ -113,10 +104,10 @@ static int parse_symbol(const char *line, vmt_stack_frame_t *f) {
   const char *end = open ? strpbrk(open + 1, "+)") : NULL;
   size_t module_len = open ? (size_t)(open - line) : strcspn(line, " ");
   if (open && end && end > open + 1)
-    f->function = dup_str(open + 1, (size_t)(end - open - 1));
+    f->function = vmt__mx_strndup(open + 1, (size_t)(end - open - 1));
   else
-    f->function = dup_str("??", 2);
-  f->file = module_len ? dup_str(line, module_len) : NULL;
+    f->function = vmt__mx_strdup("??");
+  f->file = module_len ? vmt__mx_strndup(line, module_len) : NULL;
   f->line = -1;
   if (!f->function || (module_len && !f->file)) return -ENOMEM;
   return 0;
