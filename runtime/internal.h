@@ -131,6 +131,8 @@ const vmt__snapshot_t *vmt__registry_acquire(void);
 void vmt__registry_release(const vmt__snapshot_t *snap);
 /* Binary search; NULL if absent or no longer in the registry (tombstoned or dropped). */
 vmt_thread_t *vmt__snapshot_find(const vmt__snapshot_t *snap, int64_t id);
+/* Index of the first of threads[0..n) whose id is >= id (n if none; all entries non-NULL). */
+size_t vmt__threads_lower_bound(vmt_thread_t *const *threads, size_t n, int64_t id);
 /* Drops tombstoned records from the current snapshot, then reclaims every retired snapshot
  * and record no reader protects, waiting for a concurrent reclamation to finish. Starts and
  * exits do this themselves, amortised; tests call it. */

@@ -45,24 +45,11 @@ bool vmt__mx_ids_invalid(const int64_t *ids, size_t count) {
 
 vmt_thread_t *vmt__mx_lookup(const vmt__snapshot_t *snap, int64_t id, size_t *hint) {
   size_t n = snap->count;
-  vmt_thread_t *t = NULL;
-  size_t at;
-  if (hint && *hint < n && snap->threads[*hint]->id == id) {
-    at = *hint;
-    t = snap->threads[at];
-  } else {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-      size_t mid = lo + (hi - lo) / 2;
-      if (snap->threads[mid]->id < id)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    at = lo;
-    if (lo < n && snap->threads[lo]->id == id) t = snap->threads[lo];
-  }
+  size_t at = hint && *hint < n && snap->threads[*hint]->id == id
+                  ? *hint
+                  : vmt__threads_lower_bound(snap->threads, n, id);
   if (hint) *hint = at + 1;
-  if (t && !vmt__thread_is_listed(t)) return NULL;
-  return t;
+  if (at == n || snap->threads[at]->id != id) return NULL;
+  vmt_thread_t *t = snap->threads[at];
+  return vmt__thread_is_listed(t) ? t : NULL;
 }

@@ -85,8 +85,7 @@ static int reg_state(const vmt_thread_t *t) {
 /* Entries the current snapshot would keep after a rebuild: writer_lock held. */
 static size_t kept_count_locked(const vmt__snapshot_t *cur) { return cur->count - tombstoned; }
 
-/* Index of the first entry of threads[0..n) whose id is >= id (all entries non-NULL). */
-static size_t lower_bound(vmt_thread_t *const *threads, size_t n, int64_t id) {
+size_t vmt__threads_lower_bound(vmt_thread_t *const *threads, size_t n, int64_t id) {
   size_t lo = 0, hi = n;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
@@ -117,7 +116,7 @@ static void publish_locked(vmt__snapshot_t *ns, vmt_thread_t *add) {
   memcpy(ns->threads, cur->threads, n * sizeof(ns->threads[0]));
   vmt_thread_t *dropped = tombstones;
   for (vmt_thread_t *x = dropped; x; x = x->list_next) {
-    size_t at = lower_bound(cur->threads, cur->count, x->id);
+    size_t at = vmt__threads_lower_bound(cur->threads, cur->count, x->id);
     if (at < cur->count && cur->threads[at] == x) ns->threads[at] = NULL;
     x->removed_generation = cur->generation;
     atomic_store_explicit(&x->registry_state, VMT__REG_NONE, memory_order_relaxed);
@@ -130,7 +129,7 @@ static void publish_locked(vmt__snapshot_t *ns, vmt_thread_t *add) {
   }
   if (add) {
     /* Ids are handed out before the lock, so a start may insert below the end. */
-    size_t at = lower_bound(ns->threads, n, add->id);
+    size_t at = vmt__threads_lower_bound(ns->threads, n, add->id);
     memmove(&ns->threads[at + 1], &ns->threads[at], (n - at) * sizeof(ns->threads[0]));
     ns->threads[at] = add;
     n++;
@@ -337,18 +336,11 @@ void vmt__registry_remove(vmt_thread_t *t) {
 
 vmt_thread_t *vmt__snapshot_find(const vmt__snapshot_t *snap, int64_t id) {
   if (snap == NULL) return NULL;
-  size_t lo = 0, hi = snap->count;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    vmt_thread_t *t = snap->threads[mid];
-    /* In an older snapshot a record may have left since (tombstoned, then dropped). */
-    if (t->id == id) return reg_state(t) == VMT__REG_IN ? t : NULL;
-    if (t->id < id)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return NULL;
+  size_t at = vmt__threads_lower_bound(snap->threads, snap->count, id);
+  if (at == snap->count || snap->threads[at]->id != id) return NULL;
+  vmt_thread_t *t = snap->threads[at];
+  /* In an older snapshot a record may have left since (tombstoned, then dropped). */
+  return reg_state(t) == VMT__REG_IN ? t : NULL;
 }
 
 bool vmt__thread_is_listed(const vmt_thread_t *t) {
