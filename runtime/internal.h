@@ -48,7 +48,6 @@ struct vmt_thread {
   _Atomic bool counted;              /* included in live/daemon/category counts (registry.c) */
   bool daemon;
   int priority;
-  size_t stack_size;
   int64_t start_time_ns;             /* vmt_os_java_time_nanos() at start/attach */
   vmt_os_thread_t os;
   struct vmt__thread_sync sync;      /* monitor module */

@@ -48,7 +48,7 @@ vmt_thread_t *vmt__mx_lookup(const vmt__snapshot_t *snap, int64_t id, size_t *hi
  * and the port fields; the registry's flags). Missed on demand, they made the sweep of 1000
  * threads 1.34-1.39x the bare clock_gettime loop here; prefetched one thread ahead, so that the
  * loads overlap the previous syscall, 1.15-1.19x (//bench:management, three runs each). The
- * whole record (312 bytes on x86-64, five lines) is fetched so that this does not depend on its
+ * whole record (304 bytes on x86-64, five lines) is fetched so that this does not depend on its
  * layout.
  */
 static inline void vmt__mx_prefetch(const vmt_thread_t *t) {

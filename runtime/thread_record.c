@@ -13,7 +13,7 @@
  * fails with -EINVAL instead of touching freed memory. The residual case: once a record has been
  * recycled for a new thread, a stale handle to the old one names the new thread, and nothing
  * can tell them apart (docs/design.md, "Reclamation"). Memory held: the peak number of records
- * ever live at once, 312 bytes each on x86-64 (jemalloc's 320-byte size class).
+ * ever live at once, 304 bytes each on x86-64 (jemalloc's 320-byte size class).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -66,7 +66,6 @@ int vmt__record_init(vmt_thread_t *t, const vmt__thread_opts_t *o, vmt__thread_k
   t->kind = kind;
   t->daemon = o->daemon;
   t->priority = o->priority;
-  t->stack_size = o->stack_size;
   t->category = vmt__category_intern(kind == VMT__KIND_INTERNAL ? "vmt-internal" : o->category);
   char fallback[32];
   const char *name = o->name;

@@ -68,7 +68,7 @@ static int start(vmt_thread_t **out, const vmt__thread_opts_t *o, vmt__thread_ki
     return rc;
   }
   /* The size is already clamped to what glibc accepts (options.c). */
-  if (t->stack_size) rc = -pthread_attr_setstacksize(&attr, t->stack_size);
+  if (o->stack_size) rc = -pthread_attr_setstacksize(&attr, o->stack_size);
   if (rc == 0) rc = vmt__registry_insert(t);
   if (rc) {
     pthread_attr_destroy(&attr);
