@@ -67,7 +67,6 @@ struct vmt_thread {
    * extra release is refused instead of dropping the running thread's own reference. */
   _Atomic int32_t user_refs;
   pthread_t pthread;                 /* started/internal threads: for join and detach */
-  bool result_set;                   /* result came from the body or vmt_thread_exit */
   bool pthread_created;              /* `pthread` is valid */
   bool os_reaped;                    /* pthread_join'ed (or detached): handle is gone */
   uint32_t fork_generation;          /* vmt__fork_generation when its pthread was created */

@@ -42,6 +42,5 @@ int vmt_thread_exit(void *result) {
   vmt_thread_t *t = vmt__current;
   if (t == NULL || t->kind == VMT__KIND_ATTACHED) return -EPERM;
   t->result = result;
-  t->result_set = true;
   pthread_exit(result);
 }

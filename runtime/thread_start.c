@@ -21,11 +21,7 @@
 static void *trampoline(void *arg);
 
 /* Cancellation, pthread_exit or return: one exit path (thread_exit.c). */
-static void on_exit_path(void *arg) {
-  vmt_thread_t *t = arg;
-  if (!t->result_set) t->result = PTHREAD_CANCELED;
-  vmt__thread_finish(t);
-}
+static void on_exit_path(void *arg) { vmt__thread_finish(arg); }
 
 static void *trampoline(void *arg) {
   vmt_thread_t *t = arg;
@@ -37,9 +33,7 @@ static void *trampoline(void *arg) {
   pthread_cleanup_push(on_exit_path, t);
   /* Best effort, as in HotSpot: a thread runs fine under its inherited kernel name. */
   vmt_os_set_native_name(t->os_name);
-  void *result = t->fn(t->arg);
-  t->result = result;
-  t->result_set = true;
+  t->result = t->fn(t->arg);
   pthread_cleanup_pop(1);
   /* t may be recycled by now (its last reference went in the cleanup handler). */
   return NULL;
@@ -57,6 +51,7 @@ static int start(vmt_thread_t **out, const vmt__thread_opts_t *o, vmt__thread_ki
   atomic_store_explicit(&t->user_refs, 1, memory_order_relaxed);
   t->fn = fn;
   t->arg = arg;
+  t->result = PTHREAD_CANCELED;  /* unless the body returns or calls vmt_thread_exit */
   t->start_time_ns = vmt_os_java_time_nanos();
   atomic_store_explicit(&t->state, VMT_THREAD_RUNNABLE, memory_order_relaxed);
 
