@@ -18,8 +18,6 @@
 
 #include "runtime/thread_impl.h"
 
-static void *trampoline(void *arg);
-
 /* Cancellation, pthread_exit or return: one exit path (thread_exit.c). */
 static void on_exit_path(void *arg) { vmt__thread_finish(arg); }
 
