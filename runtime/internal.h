@@ -67,8 +67,9 @@ struct vmt_thread {
    * extra release is refused instead of dropping the running thread's own reference. */
   _Atomic int32_t user_refs;
   pthread_t pthread;                 /* started/internal threads: for join and detach */
-  bool pthread_created;              /* `pthread` is valid */
-  bool os_reaped;                    /* pthread_join'ed (or detached): handle is gone */
+  /* `pthread` is ours to join or detach: set once pthread_create succeeded, cleared by the join
+   * (never set for an attached thread, whose pthread is not the runtime's). */
+  bool owns_pthread;
   uint32_t fork_generation;          /* vmt__fork_generation when its pthread was created */
   int64_t cpu_at_begin_ns;           /* own CPU time at attach (0 for started threads) */
   /* Registry bookkeeping (registry.c), written under the registry's writer lock. */

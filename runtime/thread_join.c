@@ -31,7 +31,7 @@ int vmt_thread_join(vmt_thread_t *t, void **result) {
        * thread ran its whole exit path: the bookkeeping is done by then. A thread of a fork's
        * parent process does not exist here: nothing to wait for. */
       if (vmt__thread_of_this_process(t)) pthread_join(t->pthread, NULL);
-      t->os_reaped = true;
+      t->owns_pthread = false;
       if (result) *result = t->result;
     }
   }

@@ -102,9 +102,7 @@ void vmt__record_unref(vmt_thread_t *t) {
   /* Nobody joined a started thread: its pthread is detached so that glibc frees its stack. It
    * has ended (the thread's own reference is gone), so this only releases the descriptor. A
    * thread of the parent process seen in a fork child has no descriptor to release. */
-  if (t->kind != VMT__KIND_ATTACHED && !t->os_reaped && t->pthread_created &&
-      vmt__thread_of_this_process(t))
-    pthread_detach(t->pthread);
+  if (t->owns_pthread && vmt__thread_of_this_process(t)) pthread_detach(t->pthread);
   free(t->name);
   t->name = NULL;
   pool_put(t);

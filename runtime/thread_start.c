@@ -84,7 +84,7 @@ static int start(vmt_thread_t **out, const vmt__thread_opts_t *o, vmt__thread_ki
     vmt__record_unref(t);  /* the thread that never ran */
     return rc;
   }
-  t->pthread_created = true;
+  t->owns_pthread = true;
   /* The tid, now (no wait). If the child already ended, glibc reports ESRCH and the child has
    * published the tid itself. */
   vmt_os_thread_bind(&t->os, t->pthread);
