@@ -70,7 +70,7 @@ struct vmt_thread {
   /* `pthread` is ours to join or detach: set once pthread_create succeeded, cleared by the join
    * (never set for an attached thread, whose pthread is not the runtime's). */
   bool owns_pthread;
-  uint32_t fork_generation;          /* vmt__fork_generation when its pthread was created */
+  uint32_t fork_generation;          /* vmt__fork_generation when `pthread` was created */
   int64_t cpu_at_begin_ns;           /* own CPU time at attach (0 for started threads) */
   /* Registry bookkeeping (registry.c), written under the registry's writer lock. */
   uint64_t inserted_generation;      /* generation of the first snapshot that held it */

@@ -53,8 +53,6 @@ int vmt_thread_attach(const vmt_thread_options_t *options, vmt_thread_t **out) {
   if (o.name == NULL) t->os_name[0] = '\0';
   /* The thread's own reference and the registry's; users hold none until they retain. */
   atomic_store_explicit(&t->refs, 2, memory_order_relaxed);
-  t->pthread = pthread_self();
-  t->fork_generation = atomic_load_explicit(&vmt__fork_generation, memory_order_relaxed);
   t->start_time_ns = vmt_os_java_time_nanos();
   t->cpu_at_begin_ns = vmt_os_current_thread_cpu_time(false);
   atomic_store_explicit(&t->state, VMT_THREAD_RUNNABLE, memory_order_relaxed);
