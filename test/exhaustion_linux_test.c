@@ -161,18 +161,6 @@ static int exhaust(const char *how, size_t stack_size) {
   return ROLE_OK;
 }
 
-/* Reads this process's address-space size (VmSize) in bytes, or 0. */
-static size_t vm_size(void) {
-  FILE *f = fopen("/proc/self/status", "r");
-  if (f == NULL) return 0;
-  char line[256];
-  size_t kb = 0;
-  while (fgets(line, sizeof(line), f))
-    if (sscanf(line, "VmSize: %zu kB", &kb) == 1) break;
-  fclose(f);
-  return kb * 1024;
-}
-
 static int role_main(const char *role) {
   if (strcmp(role, "pid_max") == 0) {
     if (rel_write_sysctl("/proc/sys/kernel/pid_max", 400) != 0) return ROLE_SETUP_FAILED;
@@ -185,7 +173,7 @@ static int role_main(const char *role) {
     return exhaust("rlimit_nproc_64_as_nobody", 64 * 1024);
   }
   if (strcmp(role, "as") == 0) {
-    size_t cur = vm_size();
+    size_t cur = rel_vm_size();
     if (cur == 0) return ROLE_SETUP_FAILED;
     struct rlimit rl = {cur + 512 * 1024 * 1024, cur + 512 * 1024 * 1024};
     if (setrlimit(RLIMIT_AS, &rl) != 0) return ROLE_SETUP_FAILED;

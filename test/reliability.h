@@ -58,6 +58,18 @@ static inline void rel_figure(const char *test, const char *key, long long value
   rel_figure_text(test, key, "%lld", value);
 }
 
+/* This process's address-space size (VmSize) in bytes, or 0. */
+static inline size_t rel_vm_size(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  if (f == NULL) return 0;
+  char line[256];
+  size_t kb = 0;
+  while (fgets(line, sizeof(line), f))
+    if (sscanf(line, "VmSize: %zu kB", &kb) == 1) break;
+  fclose(f);
+  return kb * 1024;
+}
+
 /* The sanitizer a build runs under, for the figures ("none", "asan", "tsan"). */
 static inline const char *rel_build_flavour(void) {
 #if defined(__SANITIZE_ADDRESS__)

@@ -1,9 +1,10 @@
 /*
  * test/thread_internal_test.c: the thread module's internals: exact counters through start and
  * exit sequences (peak reset included), the registry's snapshots, lookups and reclamation,
- * internal threads, injected pthread_create and allocation failures, tombstones, the stack size
- * rule, the fork child, and the allocation counters.
+ * internal threads, the detaching of unjoined threads, injected pthread_create and allocation
+ * failures, tombstones, the stack size rule, the fork child, and the allocation counters.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -22,6 +24,7 @@
 
 #include "runtime/thread_impl.h"
 #include "test/cpu_burn.h"
+#include "test/reliability.h"
 #include "test/thread_util.h"
 
 static vmt__counts_t counts(void) {
@@ -192,6 +195,47 @@ static void internal_threads_are_neither_counted_nor_listed(void **state) {
   assert_int_equal(vmt_thread_join(t, NULL), 0);
   assert_int_equal(counts().total_started, c0.total_started);
   vmt_thread_release(t);
+}
+
+/* ---- references ------------------------------------------------------------------------ */
+/* Tasks of this process that the kernel still has (their tids not yet cleared). */
+static int task_count(void) {
+  DIR *d = opendir("/proc/self/task");
+  if (d == NULL) return -1;
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL;) n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
+static void released_unjoined_threads_are_detached(void **state) {
+  (void)state;
+  /* Nobody joins these: the record's last reference must detach each pthread, or glibc keeps
+   * its stack (8 MiB of address space here) mapped for good. Detached, an ended thread's stack
+   * is cached by glibc and reused by the next round's threads. */
+  enum { ROUNDS = 8, N = 32 };
+  const size_t stack = 8 * 1024 * 1024, stacks = N * stack;
+  vmt_thread_options_t o = {.flags = VMT_THREAD_OPT_STACK_SIZE, .stack_size = stack};
+  int tasks0 = task_count();
+  assert_true(tasks0 > 0);
+  size_t vm[ROUNDS];
+  for (int r = 0; r < ROUNDS; r++) {
+    for (int i = 0; i < N; i++) {
+      vmt_thread_t *t;
+      assert_int_equal(vmt_thread_start_ex(&t, &o, return_arg, NULL), 0);
+      assert_int_equal(vmt_thread_release(t), 0);
+    }
+    for (int spins = 0; task_count() > tasks0 && spins < 10000; spins++) {
+      struct timespec ts = {0, 1000000};
+      nanosleep(&ts, NULL);
+    }
+    vmt__registry_reclaim();  /* drops the registry's references (the last, or the thread's is) */
+    vm[r] = rel_vm_size();
+  }
+  /* Never detached, each round adds N stacks: 6 * 256 MiB from the end of round 2 to the last. */
+  print_message("VmSize after round 2: %zu MiB, after round %d: %zu MiB\n", vm[1] >> 20, ROUNDS,
+                vm[ROUNDS - 1] >> 20);
+  assert_true(vm[ROUNDS - 1] < vm[1] + 2 * stacks);
 }
 
 /* ---- injected failures ----------------------------------------------------------------- */
@@ -610,6 +654,7 @@ int main(void) {
       cmocka_unit_test_teardown(attach_counts_once, teardown),
       cmocka_unit_test_teardown(category_cpu_counts_only_the_attached_span, teardown),
       cmocka_unit_test_teardown(internal_threads_are_neither_counted_nor_listed, teardown),
+      cmocka_unit_test_teardown(released_unjoined_threads_are_detached, teardown),
       cmocka_unit_test_teardown(pthread_create_failure_leaves_nothing_behind, teardown),
       cmocka_unit_test_teardown(allocation_failures_leave_nothing_behind, teardown),
       cmocka_unit_test_teardown(exits_tombstone_until_the_next_rebuild, teardown),
