@@ -1,6 +1,6 @@
 /*
  * os_linux/thread_id.c: binding the runtime's record of a thread to the kernel's identity of
- * it (tid and SCHED clock id), and the calling thread's tid.
+ * it (its tid, from which every clock id of it is computed), and the calling thread's tid.
  *
  * The parent binds right after pthread_create: the kernel wrote the child's tid into the
  * pthread descriptor before clone returned (CLONE_PARENT_SETTID), so pthread_getcpuclockid
@@ -11,10 +11,10 @@
  * DESIGN (publication). `tid` is the publication word: > 0 is the published tid; below zero
  * are the states before it: UNBOUND (0), CLAIMED (a binder is filling the record), and each of
  * those with waiters recorded. Claiming first makes bind (parent) and bind_self (child) safe to
- * race: exactly one of them writes sched_clock/handle, then exchanges the tid in (release) and
- * wakes the futex only if a waiter recorded itself, so the common start, where nobody waits,
- * makes no futex syscall. Readers acquire-load the tid and treat anything <= 0 as "not yet"
- * (vmt_os_thread_tid).
+ * race: exactly one of them resets the record's CPU-time history, then exchanges the tid in
+ * (release) and wakes the futex only if a waiter recorded itself, so the common start, where
+ * nobody waits, makes no futex syscall. Readers acquire-load the tid and treat anything <= 0 as
+ * "not yet" (vmt_os_thread_tid).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -42,7 +42,7 @@ static int clock_to_tid(clockid_t clock, pid_t *tid) {
   return 0;
 }
 
-static int publish(vmt_os_thread_t *ot, pthread_t handle, clockid_t clock, pid_t tid) {
+static int publish(vmt_os_thread_t *ot, pid_t tid) {
   int32_t seen = atomic_load_explicit(&ot->tid, memory_order_relaxed);
   for (;;) {
     /* Bound already: same thread, same tid. */
@@ -59,8 +59,6 @@ static int publish(vmt_os_thread_t *ot, pthread_t handle, clockid_t clock, pid_t
                                               memory_order_relaxed))
       break;
   }
-  ot->handle = handle;
-  ot->sched_clock = clock;
   /* A new identity starts a new CPU-time history (after fork the surviving thread is
    * re-bound: its clock restarted from zero, so must the consistent-user floor). */
   atomic_store_explicit(&ot->user_time_floor_ns, 0, memory_order_relaxed);
@@ -79,13 +77,12 @@ int vmt_os_thread_bind(vmt_os_thread_t *ot, pthread_t handle) {
   pid_t tid;
   err = clock_to_tid(clock, &tid);
   if (err) return err;
-  return publish(ot, handle, clock, tid);
+  return publish(ot, tid);
 }
 
 int vmt_os_thread_bind_self(vmt_os_thread_t *ot) {
   if (ot == NULL) return -EINVAL;
-  pid_t tid = vmt_os_current_tid();
-  return publish(ot, pthread_self(), vmt_os__thread_clock(tid, VMT_OS_CPUCLOCK_SCHED), tid);
+  return publish(ot, vmt_os_current_tid());
 }
 
 pid_t vmt_os_thread_tid(const vmt_os_thread_t *ot) {

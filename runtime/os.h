@@ -23,15 +23,12 @@
 
 /* The port's view of one thread, embedded in the runtime's thread record. */
 typedef struct vmt_os_thread {
-  pthread_t handle;
   /* Kernel tid once published (> 0; release, acquire); <= 0 before (binding states, see
    * os_linux/thread_id.c). Read it with vmt_os_thread_tid(). */
   _Atomic int32_t tid;
   /* Set (seq_cst) by the thread itself on its way out, before the kernel can reuse its tid.
    * A CPU-time read that sees it clear *after* the clock read read the right thread. */
   _Atomic int32_t exiting;
-  /* Per-thread SCHED clock from pthread_getcpuclockid, validated; 0 until bound. */
-  clockid_t sched_clock;
   /* Consistent user time: the largest value handed out, so answers never go backwards. */
   _Atomic int64_t user_time_floor_ns;
 } vmt_os_thread_t;
@@ -40,9 +37,9 @@ typedef struct vmt_os_thread {
 int vmt_os_init(void);
 
 /* ---- Thread identity ------------------------------------------------------------------- */
-/* Binds ot to a freshly created thread: reads its clock id (pthread_getcpuclockid) and derives
- * the tid the kernel wrote before pthread_create returned; publishes the tid. Called by the
- * parent right after pthread_create. */
+/* Binds ot to a freshly created thread: derives from its clock id (pthread_getcpuclockid) the
+ * tid the kernel wrote before pthread_create returned; publishes the tid (every clock id of the
+ * thread is computed from it). Called by the parent right after pthread_create. */
 int vmt_os_thread_bind(vmt_os_thread_t *ot, pthread_t handle);
 /* The same for the calling thread (attach, and the child's own publication). */
 int vmt_os_thread_bind_self(vmt_os_thread_t *ot);
