@@ -15,18 +15,11 @@ static bool readable(const vmt_thread_t *t) {
 
 int64_t vmt_thread_cpu_time(vmt_thread_t *t, vmt_cpu_kind_t kind) {
   if (!readable(t)) return -1;
+  /* The calling thread cannot exit under us: the pid-0 ids, no pid lookup. Recognised by its
+   * record (one TLS load), as runtime/mx_cpu.c does, not by comparing tids. */
+  if (t == vmt__current) return vmt_current_thread_cpu_time(kind);
   bool ok = false;
   int64_t ns;
-  if (t == vmt__current) {
-    /* The calling thread cannot exit under us: the pid-0 ids, no pid lookup. Recognised by
-     * its record (one TLS load), as runtime/mx_cpu.c does, not by comparing tids. */
-    switch (kind) {
-      case VMT_CPU_TOTAL: return vmt_os_current_thread_cpu_time(false);
-      case VMT_CPU_USER_FAST: return vmt_os_current_thread_cpu_time(true);
-      case VMT_CPU_USER: return vmt_os_current_thread_user_time_consistent(&t->os);
-      default: return -1;
-    }
-  }
   switch (kind) {
     case VMT_CPU_TOTAL: ns = vmt_os_thread_cpu_time(&t->os, false, &ok); break;
     case VMT_CPU_USER_FAST: ns = vmt_os_thread_cpu_time(&t->os, true, &ok); break;
@@ -43,7 +36,7 @@ int64_t vmt_current_thread_cpu_time(vmt_cpu_kind_t kind) {
     case VMT_CPU_USER: {
       /* A runtime thread's floor is shared with other threads reading it, which scale
        * differently (os.h): honouring it keeps every reader's answers monotonic. */
-      vmt_thread_t *self = vmt_thread_current();
+      vmt_thread_t *self = vmt__current;
       return vmt_os_current_thread_user_time_consistent(self ? &self->os : NULL);
     }
     default: return -1;
