@@ -80,27 +80,22 @@ int vmt_os__thread_clocks_read(const vmt_os_thread_t *ot, const int *types, int6
 }
 
 int64_t vmt_os_thread_cpu_time(const vmt_os_thread_t *ot, bool user_only, bool *success) {
-  bool ok = false;
-  int64_t ns = -1;
   int type = user_only ? VMT_OS_CPUCLOCK_VIRT : VMT_OS_CPUCLOCK_SCHED;
-  if (ot != NULL && vmt_os__thread_clocks_read(ot, &type, &ns, 1) == 0) {
-    ok = true;
-  } else {
-    ns = -1;
-  }
+  int64_t ns;
+  bool ok = ot != NULL && vmt_os__thread_clocks_read(ot, &type, &ns, 1) == 0;
   if (success != NULL) *success = ok;
-  return ns;
+  return ok ? ns : -1;
 }
 
 int64_t vmt_os_current_thread_cpu_time(bool user_only) {
   int64_t ns;
   unsigned proc = user_only ? VMT_OS__PROC_CURRENT_USER : VMT_OS__PROC_CURRENT_TOTAL;
+  int type = user_only ? VMT_OS_CPUCLOCK_VIRT : VMT_OS_CPUCLOCK_SCHED;
   int err;
   if (__builtin_expect(atomic_load_explicit(&vmt_os__proc_fallback, memory_order_relaxed) & proc,
                        0))
-    err = vmt_os__proc_clock_read(vmt_os_current_tid(),
-                                  user_only ? VMT_OS_CPUCLOCK_VIRT : VMT_OS_CPUCLOCK_SCHED, &ns);
+    err = vmt_os__proc_clock_read(vmt_os_current_tid(), type, &ns);
   else
-    err = vmt_os__cpu_clock_read(vmt_os_current_cpu_clockid(user_only), &ns);
+    err = vmt_os__cpu_clock_read(vmt_os__thread_clock(0, type), &ns);
   return err ? -1 : ns;
 }

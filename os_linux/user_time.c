@@ -35,28 +35,23 @@ static int64_t clamp_and_raise(vmt_os_thread_t *ot, int64_t user, int64_t total)
 }
 
 int64_t vmt_os_thread_user_time_consistent(vmt_os_thread_t *ot, bool *success) {
-  bool ok = false;
-  int64_t user = -1;
   /* Ticks first, total last: the total then covers every tick counted, so user <= total
    * before any clamping. */
   static const int types[3] = {VMT_OS_CPUCLOCK_VIRT, VMT_OS_CPUCLOCK_PROF,
                                VMT_OS_CPUCLOCK_SCHED};
   int64_t t3[3];
-  if (ot != NULL && vmt_os__thread_clocks_read(ot, types, t3, 3) == 0) {
-    int64_t virt = t3[0], prof = t3[1], total = t3[2];
-    int64_t scaled;
-    if (virt >= prof) {
-      scaled = total;               /* no system ticks (also: no ticks at all) */
-    } else if (virt <= 0) {
-      scaled = 0;                   /* no user ticks */
-    } else {
-      scaled = (int64_t)((__int128)total * virt / prof);
-    }
-    user = clamp_and_raise(ot, scaled, total);
-    ok = true;
-  }
+  bool ok = ot != NULL && vmt_os__thread_clocks_read(ot, types, t3, 3) == 0;
   if (success != NULL) *success = ok;
-  return user;
+  if (!ok) return -1;
+  int64_t virt = t3[0], prof = t3[1], total = t3[2];
+  int64_t scaled;
+  if (virt >= prof)
+    scaled = total;   /* no system ticks (also: no ticks at all) */
+  else if (virt <= 0)
+    scaled = 0;       /* no user ticks */
+  else
+    scaled = (int64_t)((__int128)total * virt / prof);
+  return clamp_and_raise(ot, scaled, total);
 }
 
 int64_t vmt_os_current_thread_user_time_consistent(vmt_os_thread_t *ot) {
