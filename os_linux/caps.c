@@ -10,7 +10,7 @@
 
 #include "os_linux/os_impl.h"
 
-vmt_os_caps_t vmt_os__caps;
+static vmt_os_caps_t caps;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
@@ -22,15 +22,15 @@ static bool clock_works(clockid_t clock) {
 static void probe(void) {
   pid_t self = vmt_os_current_tid();
   /* Another thread's clocks are reached by tid: probe the calling thread's, by tid. */
-  vmt_os__caps.thread_cpu_time = clock_works(vmt_os__thread_clock(self, VMT_OS_CPUCLOCK_SCHED));
-  vmt_os__caps.current_thread_cpu_time = clock_works(vmt_os_current_cpu_clockid(false));
-  vmt_os__caps.user_time = clock_works(vmt_os_current_cpu_clockid(true)) &&
+  caps.thread_cpu_time = clock_works(vmt_os__thread_clock(self, VMT_OS_CPUCLOCK_SCHED));
+  caps.current_thread_cpu_time = clock_works(vmt_os_current_cpu_clockid(false));
+  caps.user_time = clock_works(vmt_os_current_cpu_clockid(true)) &&
                            clock_works(vmt_os__thread_clock(self, VMT_OS_CPUCLOCK_VIRT)) &&
                            clock_works(vmt_os__thread_clock(self, VMT_OS_CPUCLOCK_PROF));
   unsigned fallback = 0;
-  if (!vmt_os__caps.thread_cpu_time) fallback |= VMT_OS__PROC_THREAD_TOTAL;
-  if (!vmt_os__caps.user_time) fallback |= VMT_OS__PROC_THREAD_USER | VMT_OS__PROC_CURRENT_USER;
-  if (!vmt_os__caps.current_thread_cpu_time) fallback |= VMT_OS__PROC_CURRENT_TOTAL;
+  if (!caps.thread_cpu_time) fallback |= VMT_OS__PROC_THREAD_TOTAL;
+  if (!caps.user_time) fallback |= VMT_OS__PROC_THREAD_USER | VMT_OS__PROC_CURRENT_USER;
+  if (!caps.current_thread_cpu_time) fallback |= VMT_OS__PROC_CURRENT_TOTAL;
   atomic_store_explicit(&vmt_os__proc_fallback, fallback, memory_order_relaxed);
   vmt_os__elapsed_init();
 }
@@ -49,5 +49,5 @@ int vmt_os_init(void) {
 
 const vmt_os_caps_t *vmt_os_caps(void) {
   vmt_os_init();
-  return &vmt_os__caps;
+  return &caps;
 }

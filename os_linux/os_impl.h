@@ -48,9 +48,6 @@ int vmt_os__cpu_clock_read(clockid_t clock, int64_t *ns);
  * -ESRCH when the thread has not started, is exiting or has exited; else 0 or -errno. */
 int vmt_os__thread_clocks_read(const vmt_os_thread_t *ot, const int *types, int64_t *ns, int n);
 
-/* The capability record init fills in (caps.c). */
-extern vmt_os_caps_t vmt_os__caps;
-
 /*
  * The /proc fallback (HotSpot's, when its clock_getres probe fails): which reads go through
  * /proc/self/task/<tid>/stat instead of a CPU clock. Set by the probe from the clocks that do
