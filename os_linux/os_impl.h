@@ -52,7 +52,8 @@ int vmt_os__thread_clocks_read(const vmt_os_thread_t *ot, const int *types, int6
  * The /proc fallback (HotSpot's, when its clock_getres probe fails): which reads go through
  * /proc/self/task/<tid>/stat instead of a CPU clock. Set by the probe from the clocks that do
  * not work; 0 (every read by clock id) until then and on any normal system. Tick precision
- * (10 ms) and ~4 us per read, but the same validation: -1 for a thread that is not there.
+ * (10 ms) and over 20x the cost of a clock read, but the same validation: -1 for a thread
+ * that is not there.
  */
 #define VMT_OS__PROC_THREAD_TOTAL 1u    /* another thread's SCHED (and PROF) */
 #define VMT_OS__PROC_THREAD_USER 2u     /* another thread's VIRT */

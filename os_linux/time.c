@@ -1,6 +1,6 @@
 /*
- * os_linux/time.c: Java's System.nanoTime (CLOCK_MONOTONIC through the vDSO, ~27 ns here), the
- * base every other time source is calibrated against.
+ * os_linux/time.c: Java's System.nanoTime (CLOCK_MONOTONIC through the vDSO; its cost is in
+ * docs/cpu-time.md), the base every other time source is calibrated against.
  */
 #include "os_linux/os_impl.h"
 

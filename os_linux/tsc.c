@@ -2,8 +2,8 @@
  * os_linux/tsc.c: the elapsed counter (vmt_os_elapsed_nanos): the TSC converted to
  * nanoseconds when it is usable, CLOCK_MONOTONIC otherwise. The model is in tsc_impl.h.
  *
- * Why: a vDSO CLOCK_MONOTONIC read is ~27 ns here (an ordered rdtsc, a seqlock over the
- * kernel's timekeeper, a multiply); a plain rdtsc is ~16 ns. The cached variant keeps the
+ * Why: a vDSO CLOCK_MONOTONIC read (an ordered rdtsc, a seqlock over the kernel's timekeeper, a
+ * multiply) costs over twice a plain rdtsc here (docs/cpu-time.md). The cached variant keeps the
  * current segment in a thread-local copy that stays valid until a TSC value before which the
  * writer promised not to change the function, so the fast path is rdtsc, two compares and a
  * multiply with no shared cache line to miss on (the "TscCacheTimer" idea: tails above 200 ns

@@ -2,8 +2,9 @@
  * os_linux/user_time.c: user time that is consistent: never greater than the thread's total
  * (SCHED) time read after it, and monotonic non-decreasing per thread.
  *
- * Raw CPUCLOCK_VIRT is tick sampled (4 ms at HZ=250) and, for a busy thread, exceeds the
- * precise SCHED total in 15 of 20 samples here. The kernel hides that in /proc, getrusage and
+ * Raw CPUCLOCK_VIRT is tick sampled (4 ms at HZ=250) and, for a busy thread, often exceeds the
+ * precise SCHED total read after it (test/user_time_linux_internal_test.c prints how often;
+ * docs/cpu-time.md quotes runs). The kernel hides that in /proc, getrusage and
  * times() by scaling the tick samples to the precise runtime (kernel/sched/cputime.c,
  * cputime_adjust) and keeping the result monotonic. We do the same:
  * - the calling thread: getrusage(RUSAGE_THREAD) is that kernel-scaled value, in one syscall
