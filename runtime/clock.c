@@ -18,15 +18,13 @@ int64_t vmt_thread_cpu_time(vmt_thread_t *t, vmt_cpu_kind_t kind) {
   /* The calling thread cannot exit under us: the pid-0 ids, no pid lookup. Recognised by its
    * record (one TLS load), as runtime/mx_cpu.c does, not by comparing tids. */
   if (t == vmt__current) return vmt_current_thread_cpu_time(kind);
-  bool ok = false;
-  int64_t ns;
+  /* The port answers -1 whenever its success flag would be false. */
   switch (kind) {
-    case VMT_CPU_TOTAL: ns = vmt_os_thread_cpu_time(&t->os, false, &ok); break;
-    case VMT_CPU_USER_FAST: ns = vmt_os_thread_cpu_time(&t->os, true, &ok); break;
-    case VMT_CPU_USER: ns = vmt_os_thread_user_time_consistent(&t->os, &ok); break;
+    case VMT_CPU_TOTAL: return vmt_os_thread_cpu_time(&t->os, false, NULL);
+    case VMT_CPU_USER_FAST: return vmt_os_thread_cpu_time(&t->os, true, NULL);
+    case VMT_CPU_USER: return vmt_os_thread_user_time_consistent(&t->os, NULL);
     default: return -1;
   }
-  return ok ? ns : -1;
 }
 
 int64_t vmt_current_thread_cpu_time(vmt_cpu_kind_t kind) {

@@ -4,7 +4,7 @@
  *
  * Rules of the port:
  * - Functions return 0 or a negative errno, or the HotSpot shape where stated (-1 plus a
- *   success flag that is assigned on every path).
+ *   success flag that is assigned on every path; NULL when the caller needs only the -1).
  * - A thread is described by the runtime's own record (vmt_os_thread_t), never by a bare
  *   pthread_t: glibc and musl hand out the *caller's* clock for an exited thread, and a
  *   pthread_t of a joined thread is undefined behaviour (docs/cpu-time.md).
