@@ -36,6 +36,11 @@ static int64_t clamp_and_raise(vmt_os_thread_t *ot, int64_t user, int64_t total)
 }
 
 int64_t vmt_os_thread_user_time_consistent(vmt_os_thread_t *ot, bool *success) {
+  return vmt_os_thread_user_and_total_time(ot, NULL, success);
+}
+
+int64_t vmt_os_thread_user_and_total_time(vmt_os_thread_t *ot, int64_t *total_ns,
+                                          bool *success) {
   /* Ticks first, total last: the total then covers every tick counted, so user <= total
    * before any clamping. */
   static const int types[3] = {VMT_OS_CPUCLOCK_VIRT, VMT_OS_CPUCLOCK_PROF,
@@ -43,6 +48,7 @@ int64_t vmt_os_thread_user_time_consistent(vmt_os_thread_t *ot, bool *success) {
   int64_t t3[3];
   bool ok = ot != NULL && vmt_os__thread_clocks_read(ot, types, t3, 3) == 0;
   if (success != NULL) *success = ok;
+  if (total_ns != NULL) *total_ns = ok ? t3[2] : -1;
   if (!ok) return -1;
   int64_t virt = t3[0], prof = t3[1], total = t3[2];
   int64_t scaled;

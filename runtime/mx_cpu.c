@@ -78,6 +78,18 @@ int64_t vmt__mx_thread_user_ns(vmt_thread_t *t) {
   return ok ? ns : -1;
 }
 
+void vmt__mx_thread_user_and_cpu_ns(vmt_thread_t *t, int64_t *user, int64_t *cpu) {
+  if (t == vmt__current || !vmt__mx_cpu_time_enabled() || !vmt_os_caps()->thread_cpu_time) {
+    /* User time first: the consistent user time never exceeds a total read after it. */
+    *user = vmt__mx_thread_user_ns(t);
+    *cpu = vmt__mx_thread_cpu_ns(t);
+    return;
+  }
+  bool ok = false;
+  *user = vmt_os_thread_user_and_total_time(&t->os, cpu, &ok);
+  if (!ok) *user = *cpu = -1;
+}
+
 /* Java's verifyThreadCpuTime: ids first, then support; only the calling thread may be asked
  * about when just current-thread CPU time is supported. */
 static int check_cpu_query(const int64_t *ids, size_t count, const int64_t *out) {

@@ -83,6 +83,8 @@ bool vmt__mx_cpu_time_enabled(void);
  * or when the thread is exiting. */
 int64_t vmt__mx_thread_cpu_ns(vmt_thread_t *t);
 int64_t vmt__mx_thread_user_ns(vmt_thread_t *t);
+/* Both for ThreadInfo: user <= cpu; another thread's from one set of three clock reads. */
+void vmt__mx_thread_user_and_cpu_ns(vmt_thread_t *t, int64_t *user, int64_t *cpu);
 
 /*
  * Stack capture (mx_stack.c). Frames of t, at most max_depth, into a malloc'ed array of frames

@@ -124,9 +124,7 @@ int vmt__mx_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, bool locke
   info->daemon = t->daemon;
   info->priority = t->priority;
   info->tid = vmt_os_thread_tid(&t->os);
-  /* User time first: the consistent user time never exceeds a total read after it. */
-  info->user_time_ns = vmt__mx_thread_user_ns(t);
-  info->cpu_time_ns = vmt__mx_thread_cpu_ns(t);
+  vmt__mx_thread_user_and_cpu_ns(t, &info->user_time_ns, &info->cpu_time_ns);
   info->elapsed_ns = vmt_os_java_time_nanos() - t->start_time_ns;
   info->blocked_count = (int64_t)li.blocked_count;
   info->blocked_time_ns = li.blocked_ns;

@@ -65,6 +65,10 @@ int64_t vmt_os_thread_cpu_time(const vmt_os_thread_t *ot, bool user_only, bool *
 /* Consistent user time of another thread: SCHED total scaled by the VIRT/PROF tick ratio,
  * clamped to be monotonic per thread (ot->user_time_floor_ns) and never above the total. */
 int64_t vmt_os_thread_user_time_consistent(vmt_os_thread_t *ot, bool *success);
+/* The same, and the SCHED total it was scaled from in *total_ns (-1 on failure), for a caller
+ * that wants both (ThreadInfo): three clock reads instead of four. */
+int64_t vmt_os_thread_user_and_total_time(vmt_os_thread_t *ot, int64_t *total_ns,
+                                          bool *success);
 /* The calling thread: total (SCHED pid-0) or raw user (VIRT pid-0). */
 int64_t vmt_os_current_thread_cpu_time(bool user_only);
 /* Consistent user time of the calling thread (getrusage(RUSAGE_THREAD)); ot may be NULL

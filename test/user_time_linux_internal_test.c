@@ -74,6 +74,13 @@ static void another_threads_user_time_is_consistent(void **state) {
     assert_true(user >= last);
     last = user;
     if (raw > total) raw_above_total++;
+    /* The pair form: its total is the one the user time was scaled from, read after the
+     * ticks, so it covers them, and it is no older than the total read just before. */
+    int64_t pair_total = -1;
+    int64_t pair_user = vmt_os_thread_user_and_total_time(&b.ot, &pair_total, &ok);
+    assert_true(ok);
+    assert_true(pair_user >= user && pair_user <= pair_total && pair_total >= total);
+    last = pair_user;
   }
   atomic_store(&b.stop, 1);
   pthread_join(th, NULL);
@@ -191,6 +198,11 @@ static void failures_give_minus_one(void **state) {
     bool ok = true;
     assert_int_equal(vmt_os_thread_user_time_consistent(&b.ot, &ok), -1);
     assert_false(ok);
+    vmt__fault_arm(VMT__FAULT_CLOCK, skip, 1, EIO);
+    int64_t total = 0;
+    assert_int_equal(vmt_os_thread_user_and_total_time(&b.ot, &total, &ok), -1);
+    assert_false(ok);
+    assert_int_equal(total, -1);
     vmt__fault_disarm_all();
   }
   vmt__fault_arm(VMT__FAULT_CLOCK, 0, 1, EIO);
