@@ -19,6 +19,7 @@
  * binary (fork, then exec), which then lowers its own limit. Public API only.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -29,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -250,7 +252,13 @@ static void nproc_limit(void **state) {
     printf("skip: lowering RLIMIT_NPROC safely needs root (to switch to an unused user)\n");
     skip();
   }
+  /* RLIMIT_NPROC counts every thread of the user, in every process: two runs of this test at
+   * once (bazel test --runs_per_test) would take each other's slots. One at a time. */
+  int lock = open("/tmp/vmthread-exhaustion-nproc.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+  assert_true(lock >= 0);
+  assert_int_equal(flock(lock, LOCK_EX), 0);
   int code = run_role("nproc", false);
+  close(lock);
   if (code == ROLE_NO_OTHER_USER) {
     printf("skip: user 65534 is not mapped in this user namespace (a sandbox?)\n");
     skip();
