@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench_check.py: validates benchmark results (JSON lines) against vmthread's result schema.
 
-Every benchmark in bench/ (through bench/harness.c) and bench/java/HotSpotBench.java prints one
+Every benchmark in bench/ (through bench/harness.c) and bench/java/*Bench.java (BenchSupport.toJson) prints one
 JSON object per line with `--json`. scripts/bench collects them into results.jsonl and refuses
 a run whose file does not pass this check, because the summary ratios, the HotSpot comparison
 and the plots all read that file: a malformed row would silently become "n/a" or a wrong bar.

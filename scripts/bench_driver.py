@@ -3,7 +3,7 @@
 
 It builds every benchmark with --config=opt, describes the machine, runs each benchmark
 (every cc_binary in //bench tagged "benchmark", so a new one is picked up without editing this
-file) and, when java and javac exist, bench/java/HotSpotBench.java in the same run; prints one
+file) and, when java and javac exist, every bench/java/*Bench.java class in the same run; prints one
 table per benchmark, the vmthread/HotSpot comparison and the summary of headline ratios;
 writes the run's JSON lines to results.jsonl, validates them (scripts/bench_check.py) and
 renders the plots (bench/plot.sh) from that file.
@@ -47,7 +47,7 @@ USAGE = """scripts/bench [--quick | --long] [--no-java | --jdk DIR ...] [--out D
   --publish    also render the plots into docs/img/ and replace the generated section of
                docs/benchmarks.md with this run's tables, comparison and summary
   --only LIST  run only these benchmarks (target names such as cpu_time,timers; "hotspot"
-               names the Java side)
+               names the whole Java side, a class name such as HotSpotBench one program)
 
 Writes into the run directory: results.jsonl (every JSON line of the run), report.md (the
 tables, comparison and summary as Markdown), machine.json, one log per benchmark
@@ -279,7 +279,7 @@ def jvm_name(java):
 
 
 def find_jdks(explicit):
-    """The JDKs to run HotSpotBench on: [{java, javac, name, label}], the first one primary.
+    """The JDKs to run the Java benchmarks on: [{java, javac, name, label}], the first one primary.
     explicit: --jdk directories, or None for PATH's java first, then every other JDK found
     under /usr/lib/jvm (told apart by the real path of bin/java)."""
     candidates = []
@@ -447,6 +447,39 @@ def discover_benchmarks():
     names = [l.split(":", 1)[1] for l in proc.stdout.split() if l.startswith("//bench:")]
     order = {n: i for i, n in enumerate(PREFERRED_ORDER)}
     return sorted(names, key=lambda n: (order.get(n, len(order)), n))
+
+
+JAVA_DIR = os.path.join(ROOT, "bench", "java")
+
+
+def java_sources(java_dir=JAVA_DIR):
+    return sorted(f for f in os.listdir(java_dir) if f.endswith(".java"))
+
+
+def java_benchmarks(java_dir=JAVA_DIR):
+    """The Java benchmark programs: every bench/java/*Bench.java, HotSpotBench first, each
+    with the JVM options and the Bazel targets its header comment asks for
+    ("// bench-jvm-args: ..." and "// bench-build: ..." lines, BenchSupport.java)."""
+    found = []
+    for f in java_sources(java_dir):
+        if not f.endswith("Bench.java"):
+            continue
+        jvm_args, build = [], []
+        with open(os.path.join(java_dir, f), encoding="utf-8") as src:
+            for line in src:
+                if not line.startswith("//"):
+                    break
+                m = re.match(r"//\s*bench-(jvm-args|build):\s*(.*)$", line.strip())
+                if m:
+                    (jvm_args if m.group(1) == "jvm-args" else build).extend(m.group(2).split())
+        found.append({"name": f[:-len(".java")], "jvm_args": jvm_args, "build": build})
+    return sorted(found, key=lambda c: (c["name"] != "HotSpotBench", c["name"]))
+
+
+def expand(arg, subst):
+    for k, v in subst.items():
+        arg = arg.replace(k, v)
+    return arg
 
 
 def parse_rows(lines, source, problems):
@@ -655,8 +688,11 @@ def main(argv):
         print("scripts/bench: --no-java and --jdk exclude each other", file=sys.stderr)
         return 2
     only = set(args.only.split(",")) if args.only else None
+    java_classes = java_benchmarks()
+    if only is not None and "hotspot" not in only:
+        java_classes = [c for c in java_classes if c["name"] in only]
     jdks = []
-    if not args.no_java and (only is None or "hotspot" in only):
+    if not args.no_java and java_classes:
         try:
             jdks = find_jdks(args.jdk)
         except ValueError as e:
@@ -681,19 +717,23 @@ def main(argv):
         print("scripts/bench: `bazel query` failed; run it by hand to see why", file=sys.stderr)
         return 1
     if only is not None:
-        unknown = only - set(names) - {"hotspot"}
+        java_names = [c["name"] for c in java_benchmarks()]
+        unknown = only - set(names) - {"hotspot"} - set(java_names)
         if unknown:
             print("scripts/bench: --only names unknown benchmarks: %s (have: %s)"
-                  % (", ".join(sorted(unknown)), ", ".join(names + ["hotspot"])),
+                  % (", ".join(sorted(unknown)), ", ".join(names + ["hotspot"] + java_names)),
                   file=sys.stderr)
             return 2
         names = [n for n in names if n in only]
     print("scripts/bench: benchmarks: %s" % (", ".join("//bench:" + n for n in names) or "none"),
           flush=True)
-    if names:
+    bin_dir = None
+    targets = ["//bench:" + n for n in names]
+    targets += sorted({t for c in java_classes for t in c["build"]}) if jdks else []
+    if targets:
         print("scripts/bench: building with --config=opt ...", flush=True)
-        build = subprocess.run(["bazel", "build", "--config=opt"]
-                               + ["//bench:" + n for n in names], cwd=ROOT, check=False)
+        build = subprocess.run(["bazel", "build", "--config=opt"] + targets, cwd=ROOT,
+                               check=False)
         if build.returncode != 0:
             print("scripts/bench: build failed", file=sys.stderr)
             return 1
@@ -705,7 +745,7 @@ def main(argv):
     for line in machine_lines(m):
         out.say(line)
 
-    steps = len(names) + len(jdks)
+    steps = len(names) + len(jdks) * len(java_classes)
     progress = Progress(steps)
     progress.suite_start = suite_start
     all_rows, failures = [], []
@@ -745,22 +785,31 @@ def main(argv):
     java_note = None
     jdk_rows = []  # (jdk, its rows), the primary JDK first
     for jdk in jdks:
-        progress.start(jdk["label"], "bench/java/HotSpotBench.java on %s" % jdk["name"])
         # Each JDK compiles with its own javac: an older JDK cannot run a newer class file.
         with tempfile.TemporaryDirectory(prefix="vmt-hotspot-") as classes:
-            jc = subprocess.run([jdk["javac"], "-d", classes,
-                                 os.path.join(ROOT, "bench", "java", "HotSpotBench.java")],
+            jc = subprocess.run([jdk["javac"], "-d", classes]
+                                + [os.path.join(JAVA_DIR, f) for f in java_sources()],
                                 cwd=ROOT, capture_output=True, text=True, check=False)
             if jc.returncode != 0:
                 print(jc.stdout + jc.stderr, flush=True)
-                failures.append("%s failed on bench/java/HotSpotBench.java" % jdk["javac"])
+                failures.append("%s failed on bench/java/*.java" % jdk["javac"])
+                progress.index += len(java_classes)
                 continue
-            # HotSpotBench has no --long: its default run is already 200k samples.
-            rows = collect(jdk["label"], [jdk["java"], "-cp", classes, "HotSpotBench", "--json"]
-                           + (["--quick"] if args.quick else []), BENCH_TIMEOUT_S[mode_name])
+            rows = []
+            for cls in java_classes:
+                name = jdk["label"] if cls["name"] == "HotSpotBench" else \
+                    "%s-%s" % (jdk["label"], cls["name"])
+                progress.start(name, "bench/java/%s.java on %s" % (cls["name"], jdk["name"]))
+                subst = {"{bin}": bin_dir or "", "{run_dir}": run_dir, "{label}": name}
+                jvm_args = [expand(a, subst) for a in cls["jvm_args"]]
+                # The Java benchmarks have no --long: their default runs are already long.
+                rows += collect(name, [jdk["java"]] + jvm_args
+                                + ["-cp", classes, "vmtbench." + cls["name"], "--json"]
+                                + (["--quick"] if args.quick else []),
+                                BENCH_TIMEOUT_S[mode_name])
             jdk_rows.append((jdk, rows))
     if not jdks:
-        if args.no_java or (only is not None and "hotspot" not in only):
+        if args.no_java or not java_classes:
             java_note = "HotSpot side skipped (--no-java or --only)."
         else:
             java_note = ("HotSpot side skipped: no java and javac on PATH (install a JDK, e.g. "

@@ -8,6 +8,7 @@ only as a silent "n/a"). Prints "N passed, M failed" like every script test.
 """
 import os
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -145,6 +146,32 @@ class Comparison(unittest.TestCase):
         self.assertEqual(table["context switches, 1000 starts"][3],
                          "30,000 -> 15,000 (2.00x)")
         self.assertIn("n/a", table["getCurrentThreadUserTime, p50"][3])
+
+
+class JavaPrograms(unittest.TestCase):
+    def test_finds_bench_classes_and_their_directives(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            files = {
+                "BenchSupport.java": "// shared code, not a benchmark\n",
+                "ZedBench.java": "// Zed\n// bench-jvm-args: -Xlog:safepoint -agentpath:{bin}/a.so\n"
+                                 "// bench-build: //bench:agent\npackage vmtbench;\n"
+                                 "// bench-jvm-args: -Xignored-after-the-header\n",
+                "HotSpotBench.java": "package vmtbench;\n",
+                "AlphaBench.java": "// bench-jvm-args: -Xss1m\n",
+            }
+            for name, text in files.items():
+                with open(os.path.join(tmp, name), "w", encoding="utf-8") as f:
+                    f.write(text)
+            found = d.java_benchmarks(tmp)
+        self.assertEqual([c["name"] for c in found], ["HotSpotBench", "AlphaBench", "ZedBench"])
+        self.assertEqual(found[0]["jvm_args"], [])
+        self.assertEqual(found[1]["jvm_args"], ["-Xss1m"])
+        self.assertEqual(found[2]["jvm_args"], ["-Xlog:safepoint", "-agentpath:{bin}/a.so"])
+        self.assertEqual(found[2]["build"], ["//bench:agent"])
+        self.assertEqual(d.expand("-agentpath:{bin}/a.so", {"{bin}": "/b"}), "-agentpath:/b/a.so")
+
+    def test_the_repository_has_hotspotbench_first(self):
+        self.assertEqual(d.java_benchmarks()[0]["name"], "HotSpotBench")
 
 
 if __name__ == "__main__":

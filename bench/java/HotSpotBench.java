@@ -11,15 +11,17 @@
 // the cost of a call.
 //
 // Build and run (Java 17, no dependencies):
-//   javac -d OUT bench/java/HotSpotBench.java
-//   java -cp OUT HotSpotBench [--quick] [--json]
+//   javac -d OUT bench/java/*.java
+//   java -cp OUT vmtbench.HotSpotBench [--quick] [--json]
 // --quick: 20k samples per method after 5k warm-up samples, 5 thread-start repeats.
 // default: 200k samples after 20k warm-up samples, 30 thread-start repeats.
-// --json:  only JSON lines on stdout (schema in emitJson); progress goes to stderr.
+// --json:  only JSON lines on stdout (schema in BenchSupport.toJson); progress goes to stderr.
 //
 // Percentiles are nearest-rank over the sorted samples. For a batched row a sample is the
 // mean of BATCH consecutive calls, so its tail is smoother than that of single calls; the
 // "batch" key says which rows were batched.
+
+package vmtbench;
 
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
@@ -32,6 +34,8 @@ import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.CountDownLatch;
 
+import static vmtbench.BenchSupport.*;
+
 public final class HotSpotBench {
     // A batch this size makes the nanoTime pair ~2 ns per call for a 30 ns call, while
     // keeping a sample short enough (a few us) that preemption still shows in the tail.
@@ -43,12 +47,7 @@ public final class HotSpotBench {
 
     static final ThreadMXBean MX = ManagementFactory.getThreadMXBean();
 
-    // Results are folded in here and printed at the end so the JIT cannot prove a call's
-    // result unused and drop it (nanoTime is an intrinsic; the MXBean calls are native).
-    static volatile long blackhole;
-
     static boolean json;
-    static String jvmVersion = System.getProperty("java.vm.version", "unknown");
 
     /**
      * One measured method. Each subclass owns its timing loop, so the call inside the loop
@@ -193,51 +192,6 @@ public final class HotSpotBench {
         }
     }
 
-    /** Summary of one row; values are per call (or per thread) in the row's unit. */
-    static final class Row {
-        String bench;
-        String variant;
-        String unit;
-        int samples;
-        double mean, p50, p90, p99, p999, p9999, max;
-        // Extra keys, printed after the fixed schema when set.
-        Integer batch;
-        Double min, userUs, sysUs, startOnlyUs;
-        String cpuSource;
-    }
-
-    /** Nearest-rank percentile of an ascending array: the smallest value with at least p% at or below it. */
-    static long nearestRank(long[] sorted, double p) {
-        int rank = (int) Math.ceil(p / 100.0 * sorted.length);
-        if (rank < 1) {
-            rank = 1;
-        }
-        return sorted[Math.min(rank, sorted.length) - 1];
-    }
-
-    static Row summarize(String bench, String variant, String unit, long[] raw, double divisor) {
-        long[] s = raw.clone();
-        Arrays.sort(s);
-        double sum = 0;
-        for (long v : s) {
-            sum += v;
-        }
-        Row r = new Row();
-        r.bench = bench;
-        r.variant = variant;
-        r.unit = unit;
-        r.samples = s.length;
-        r.mean = sum / s.length / divisor;
-        r.p50 = nearestRank(s, 50) / divisor;
-        r.p90 = nearestRank(s, 90) / divisor;
-        r.p99 = nearestRank(s, 99) / divisor;
-        r.p999 = nearestRank(s, 99.9) / divisor;
-        r.p9999 = nearestRank(s, 99.99) / divisor;
-        r.max = s[s.length - 1] / divisor;
-        r.min = s[0] / divisor;
-        return r;
-    }
-
     static Row measure(Method m, int warmup, int samples) {
         progress("measuring " + m.variant);
         System.gc(); // start each method with an empty young generation
@@ -259,7 +213,7 @@ public final class HotSpotBench {
         // The empty interval is reported per sample: it is what one sample costs to take.
         Row r = summarize("hotspot", m.variant, "ns", raw, calls);
         r.min = null;
-        r.batch = batch;
+        r.put("batch", batch);
         return r;
     }
 
@@ -325,73 +279,20 @@ public final class HotSpotBench {
         double nsPerThreadToUs = 1000.0 * THREADS;
         Row row = summarize("hotspot_thread_start", "start_join_1000", "us/thread", wall, nsPerThreadToUs);
         Arrays.sort(startOnly);
-        row.startOnlyUs = startOnly[repeats / 2] / nsPerThreadToUs;
+        row.put("start_only_us", startOnly[repeats / 2] / nsPerThreadToUs);
         // CPU time is taken over all repeats together: a tick is 10 ms, about one round's
         // wall time, so a single round would be mostly rounding. It includes the JVM's own
         // threads (GC, JIT) during the window, so it is an upper bound per started thread.
         if (before != null && after != null) {
             double threadsTotal = (double) THREADS * repeats;
-            row.userUs = (after[0] - before[0]) * US_PER_TICK / threadsTotal;
-            row.sysUs = (after[1] - before[1]) * US_PER_TICK / threadsTotal;
-            row.cpuSource = "proc_self_stat_process_delta";
+            row.put("user_us", (after[0] - before[0]) * US_PER_TICK / threadsTotal);
+            row.put("sys_us", (after[1] - before[1]) * US_PER_TICK / threadsTotal);
+            row.put("cpu_source", "proc_self_stat_process_delta");
         }
         return row;
     }
 
     // ---- output --------------------------------------------------------------------------
-
-    static void progress(String msg) {
-        // stderr in both modes: in --json mode stdout must hold JSON lines only.
-        System.err.println("# " + msg);
-    }
-
-    /** A JSON number: integers without a fraction, otherwise two decimals; never NaN. */
-    static String num(double v) {
-        if (Double.isNaN(v) || Double.isInfinite(v)) {
-            return "0";
-        }
-        if (v == Math.rint(v) && Math.abs(v) < 1e15) {
-            return Long.toString((long) v);
-        }
-        return String.format(Locale.ROOT, "%.2f", v);
-    }
-
-    static String jsonString(String s) {
-        return "\"" + s.replace("\\", "\\\\").replace("\"", "\\\"") + "\"";
-    }
-
-    static void emitJson(Row r) {
-        // Fixed schema first, in this order; extra keys after it.
-        StringBuilder b = new StringBuilder();
-        b.append("{\"bench\":").append(jsonString(r.bench));
-        b.append(",\"variant\":").append(jsonString(r.variant));
-        b.append(",\"unit\":").append(jsonString(r.unit));
-        b.append(",\"samples\":").append(r.samples);
-        b.append(",\"mean\":").append(num(r.mean));
-        b.append(",\"p50\":").append(num(r.p50));
-        b.append(",\"p90\":").append(num(r.p90));
-        b.append(",\"p99\":").append(num(r.p99));
-        b.append(",\"p999\":").append(num(r.p999));
-        b.append(",\"p9999\":").append(num(r.p9999));
-        b.append(",\"max\":").append(num(r.max));
-        if (r.min != null) {
-            b.append(",\"min\":").append(num(r.min));
-        }
-        if (r.batch != null) {
-            b.append(",\"batch\":").append(r.batch);
-        }
-        if (r.userUs != null) {
-            b.append(",\"user_us\":").append(num(r.userUs));
-            b.append(",\"sys_us\":").append(num(r.sysUs));
-            b.append(",\"cpu_source\":").append(jsonString(r.cpuSource));
-        }
-        if (r.startOnlyUs != null) {
-            b.append(",\"start_only_us\":").append(num(r.startOnlyUs));
-        }
-        b.append(",\"jvm\":").append(jsonString(jvmVersion));
-        b.append('}');
-        System.out.println(b);
-    }
 
     static void printTable(List<Row> rows) {
         String head = String.format(Locale.ROOT, "%-18s %-10s %5s %8s %10s %10s %10s %10s %10s %10s %10s",
@@ -400,19 +301,19 @@ public final class HotSpotBench {
         for (Row r : rows) {
             System.out.println(String.format(Locale.ROOT,
                     "%-18s %-10s %5s %8d %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f",
-                    r.variant, r.unit, r.batch == null ? "-" : r.batch.toString(), r.samples,
+                    r.variant, r.unit, String.valueOf(r.extra.getOrDefault("batch", "-")), r.samples,
                     r.mean, r.p50, r.p90, r.p99, r.p999, r.p9999, r.max));
         }
         for (Row r : rows) {
             if (r.min != null) {
                 System.out.println(String.format(Locale.ROOT,
                         "%s: median %.1f us/thread (min %.1f, max %.1f over %d repeats); start phase alone %.1f us/thread",
-                        r.variant, r.p50, r.min, r.max, r.samples, r.startOnlyUs));
-                if (r.userUs != null) {
+                        r.variant, r.p50, r.min, r.max, r.samples, r.extra.get("start_only_us")));
+                if (r.extra.containsKey("user_us")) {
                     System.out.println(String.format(Locale.ROOT,
                             "%s: process CPU per started thread: user %.1f us, sys %.1f us (/proc/self/stat delta,"
                                     + " includes JVM background threads; 10 ms ticks)",
-                            r.variant, r.userUs, r.sysUs));
+                            r.variant, r.extra.get("user_us"), r.extra.get("sys_us")));
                 }
                 System.out.println(r.variant + ": context switches not available from Java (needs getrusage)");
             }
@@ -437,7 +338,7 @@ public final class HotSpotBench {
         int repeats = quick ? 5 : 30;
 
         progress("java " + System.getProperty("java.version") + ", " + System.getProperty("java.vm.name")
-                + " " + jvmVersion + ", " + Runtime.getRuntime().availableProcessors() + " cpus, "
+                + " " + JVM_VERSION + ", " + Runtime.getRuntime().availableProcessors() + " cpus, "
                 + (quick ? "quick" : "long") + " mode: " + samples + " samples after " + warmup + " warm-up");
 
         if (!MX.isCurrentThreadCpuTimeSupported() || !MX.isThreadCpuTimeSupported()) {
