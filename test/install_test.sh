@@ -98,6 +98,11 @@ check "every VMT_EXPORT function of the headers is exported${missing:+ (missing:
 check "nothing is exported that the headers do not declare${extra:+ (extra: $extra)}" \
   test -z "$extra"
 check "no vmt__* or vmt_os_* exported (nm -D)" bash -c "! grep -E '^(vmt__|vmt_os_)' <<<'$dynsyms'"
+# gold misplaces the library's file-local initial-exec TLS variables (one overlays another's
+# slot; BUILD.bazel says how it showed): the library must come from GNU ld, and gold leaves
+# its mark in every output it links.
+check "the shared library is not linked by gold (no .note.gnu.gold-version)" \
+  bash -c "! readelf -SW '$so' | grep -q 'gnu.gold-version'"
 check "every exported symbol is vmt_* (no jemalloc, libc or toolchain leakage)" \
   bash -c "! grep -v '^vmt_' <<<'$dynsyms'"
 soname=$(readelf -d "$so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
