@@ -45,7 +45,7 @@
 #include <unistd.h>
 
 #include "bench/harness.h"
-#include "runtime/internal.h"
+#include "runtime/registry/registry.h"
 #include "vmthread.h"
 
 #define THREADS 1000

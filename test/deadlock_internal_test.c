@@ -26,7 +26,8 @@
 
 #include <cmocka.h>
 
-#include "runtime/internal.h"
+#include "runtime/registry/registry.h"
+#include "runtime/sync/sync.h"
 #include "test/monitor_util.h"
 
 #define CYCLE 3

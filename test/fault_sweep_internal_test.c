@@ -26,7 +26,7 @@
 
 #include <cmocka.h>
 
-#include "runtime/thread_impl.h"
+#include "runtime/registry/registry.h"
 #include "test/reliability.h"
 
 static const struct {

@@ -24,7 +24,7 @@
 
 #include <cmocka.h>
 
-#include "runtime/internal.h"
+#include "runtime/sync/sync.h"
 #include "test/monitor_util.h"
 
 static int detach_main(void **state) {

@@ -31,7 +31,7 @@
 #include <cmocka.h>
 
 #include "mx_util.h"
-#include "runtime/internal.h"
+#include "runtime/registry/registry.h"
 #include "test/clock_util.h"
 
 #define WORKERS 10

@@ -30,7 +30,8 @@
 
 #include <cmocka.h>
 
-#include "runtime/thread_impl.h"
+#include "runtime/registry/registry_impl.h"
+#include "runtime/thread/thread.h"
 #include "test/clock_util.h"
 #include "test/reliability.h"
 

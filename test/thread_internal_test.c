@@ -22,7 +22,8 @@
 #include <cmocka.h>
 #include <jemalloc/jemalloc.h>
 
-#include "runtime/thread_impl.h"
+#include "runtime/registry/registry_impl.h"
+#include "runtime/thread/thread_impl.h"
 #include "test/cpu_burn.h"
 #include "test/reliability.h"
 #include "test/thread_util.h"

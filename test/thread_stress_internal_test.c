@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "runtime/thread_impl.h"
+#include "runtime/registry/registry.h"
 
 enum { STARTERS = 3, LIFETIMES_PER_STARTER = 1000, WALKERS = 2, RESIDENTS = 64 };
 

@@ -9,7 +9,7 @@
  */
 #include <errno.h>
 
-#include "runtime/mx_impl.h"
+#include "runtime/management/management_impl.h"
 
 /* HotSpot enables allocation measurement by default (ThreadAllocatedMemory). */
 static _Atomic bool alloc_enabled = true;

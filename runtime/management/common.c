@@ -4,7 +4,7 @@
  */
 #include <errno.h>
 
-#include "runtime/mx_impl.h"
+#include "runtime/management/management_impl.h"
 
 int vmt__mx_switch_get(bool supported, _Atomic bool *sw, bool *out) {
   if (!out) return -EINVAL;

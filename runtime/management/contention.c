@@ -5,7 +5,7 @@
  * graph. All of it is supported on every platform the runtime builds on: monitors and
  * synchronizers are the runtime's own.
  */
-#include "runtime/mx_impl.h"
+#include "runtime/management/management_impl.h"
 
 bool vmt_mx_is_thread_contention_monitoring_supported(void) { return true; }
 

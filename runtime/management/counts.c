@@ -6,7 +6,7 @@
  */
 #include <errno.h>
 
-#include "runtime/mx_impl.h"
+#include "runtime/management/management_impl.h"
 
 int32_t vmt_mx_get_thread_count(void) {
   vmt__counts_t c;

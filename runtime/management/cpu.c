@@ -11,7 +11,7 @@
  */
 #include <errno.h>
 
-#include "runtime/mx_impl.h"
+#include "runtime/management/management_impl.h"
 
 /* HotSpot enables thread CPU time by default (ThreadService::_thread_cpu_time_enabled). */
 static _Atomic bool cpu_time_enabled = true;

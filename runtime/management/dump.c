@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "runtime/mx_impl.h"
+#include "runtime/management/management_impl.h"
 
 static const char *status_word(const vmt_thread_info_t *ti) {
   switch (ti->state) {

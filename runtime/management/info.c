@@ -11,7 +11,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "runtime/mx_impl.h"
+#include "runtime/management/management_impl.h"
 
 static void lock_info_clear(vmt_lock_info_t *l) {
   free(l->class_name);

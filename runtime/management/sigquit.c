@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/mx_impl.h"
+#include "runtime/management/management_impl.h"
 
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the handler needs lock-free atomics");
 

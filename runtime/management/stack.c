@@ -18,7 +18,7 @@
 #endif
 #endif
 
-#include "runtime/mx_impl.h"
+#include "runtime/management/management_impl.h"
 
 /* Frames asked of a walker at first, and the most ever kept: deeper stacks are cut, as
  * HotSpot's MaxJavaStackTraceDepth cuts exception traces (default 1024; ours is larger because

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/thread_impl.h"
+#include "runtime/registry/registry_impl.h"
 
 static pthread_mutex_t category_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(vmt__category_t *) categories;

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/thread_impl.h"
+#include "runtime/registry/registry_impl.h"
 
 /* One cache line per block: a reader's stores to its slots never share a line with another
  * reader's. */

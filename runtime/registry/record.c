@@ -1,5 +1,6 @@
 /*
- * runtime/thread_record.c: thread records, their references and their pool.
+ * runtime/registry/record.c: thread records, their references and their pool, the calling
+ * thread's record, and the fork generation records are stamped with.
  *
  * References. `refs` counts internal references: one for the running thread (dropped as it
  * ends), one for the registry (dropped when no reader can still see the record, registry.c),
@@ -14,13 +15,20 @@
  * recycled for a new thread, a stale handle to the old one names the new thread, and nothing
  * can tell them apart (docs/design.md, "Reclamation"). Memory held: the peak number of records
  * ever live at once, 304 bytes each on x86-64 (jemalloc's 320-byte size class).
+ *
+ * vmt__current is one initial-exec TLS load (a %fs-relative mov on x86-64); the library's
+ * static TLS need is one pointer per variable, well inside glibc's surplus for dlopen'ed
+ * libraries.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/thread_impl.h"
+#include "runtime/registry/registry_impl.h"
+
+_Thread_local vmt_thread_t *vmt__current __attribute__((tls_model("initial-exec")));
+_Atomic uint32_t vmt__fork_generation;
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static vmt_thread_t *pool_free;

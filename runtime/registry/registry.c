@@ -34,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/thread_impl.h"
+#include "runtime/registry/registry_impl.h"
 
 static vmt__snapshot_t empty_snapshot;
 _Atomic(vmt__snapshot_t *) vmt__current_snapshot = &empty_snapshot;

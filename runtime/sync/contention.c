@@ -8,7 +8,7 @@
  * "enabling resets every thread's times" without walking the threads or writing into records
  * that belong to their owners.
  */
-#include "runtime/lock.h"
+#include "runtime/sync/sync_impl.h"
 
 _Atomic uint64_t vmt__contention_epoch;
 

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/lock.h"
+#include "runtime/sync/sync_impl.h"
 
 typedef struct node {
   struct vmt__lock *lock;   /* what this thread waits for, NULL if none */

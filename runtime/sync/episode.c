@@ -11,7 +11,7 @@
  * its start belongs to another epoch (HotSpot instead keeps a partial interval; either is
  * within the specification, which only promises times since monitoring was enabled).
  */
-#include "runtime/lock.h"
+#include "runtime/sync/sync_impl.h"
 
 static inline void bump(_Atomic uint64_t *counter) {
   uint64_t v = atomic_load_explicit(counter, memory_order_relaxed);

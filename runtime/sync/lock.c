@@ -7,7 +7,7 @@
  * find lock-shaped memory there (see DESIGN in lock.h). The chunks stay reachable from
  * pool_chunks, so leak checkers see no leak.
  */
-#include "runtime/lock.h"
+#include "runtime/sync/sync_impl.h"
 
 #include <errno.h>
 #include <stdio.h>

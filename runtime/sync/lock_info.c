@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/lock.h"
+#include "runtime/sync/sync_impl.h"
 
 static int64_t times_or_disabled(const vmt_thread_t *t, _Atomic int64_t *value,
                                  uint64_t epoch) {

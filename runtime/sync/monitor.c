@@ -10,7 +10,7 @@
  */
 #include <errno.h>
 
-#include "runtime/lock.h"
+#include "runtime/sync/sync_impl.h"
 
 static inline struct vmt__lock *as_lock(const vmt_monitor_t *m) {
   return vmt__lock_checked(m, VMT__LOCK_MAGIC_MONITOR);

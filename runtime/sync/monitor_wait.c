@@ -19,7 +19,7 @@
  */
 #include <errno.h>
 
-#include "runtime/lock.h"
+#include "runtime/sync/sync_impl.h"
 
 static struct vmt__lock *owned_lock(vmt_monitor_t *m, vmt_thread_t *t, int *err) {
   struct vmt__lock *l = vmt__lock_checked(m, VMT__LOCK_MAGIC_MONITOR);

@@ -10,7 +10,7 @@
  */
 #include <errno.h>
 
-#include "runtime/lock.h"
+#include "runtime/sync/sync_impl.h"
 
 int vmt_park(int64_t timeout_ns) {
   vmt_thread_t *t = vmt__current;

@@ -10,7 +10,7 @@
  */
 #include <errno.h>
 
-#include "runtime/lock.h"
+#include "runtime/sync/sync_impl.h"
 
 static inline struct vmt__lock *as_lock(const vmt_sync_t *s) {
   return vmt__lock_checked(s, VMT__LOCK_MAGIC_SYNC);

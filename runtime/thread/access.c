@@ -1,15 +1,12 @@
 /*
- * runtime/thread_access.c: the accessors of a thread record, the current-thread slot and the
- * process-wide initialisation (port probe, fork handlers).
+ * runtime/thread/access.c: the accessors of a thread record and the process-wide
+ * initialisation (port probe, fork handlers).
  *
- * current() is one initial-exec TLS load (a %fs-relative mov on x86-64); the library's static
- * TLS need is one pointer per variable, well inside glibc's surplus for dlopen'ed libraries.
+ * current() is one initial-exec TLS load of vmt__current (runtime/registry/record.c).
  */
 #include <errno.h>
 
-#include "runtime/thread_impl.h"
-
-_Thread_local vmt_thread_t *vmt__current __attribute__((tls_model("initial-exec")));
+#include "runtime/thread/thread_impl.h"
 
 vmt_thread_t *vmt_thread_current(void) { return vmt__current; }
 
@@ -46,7 +43,6 @@ pid_t vmt_thread_tid(vmt_thread_t *t) {
 
 /* ---- Process-wide initialisation and fork ---------------------------------------------- */
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-_Atomic uint32_t vmt__fork_generation;
 
 static void fork_prepare(void) {
   vmt__registry_fork_prepare();

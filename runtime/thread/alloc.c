@@ -35,7 +35,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "runtime/thread_impl.h"
+#include "runtime/thread/thread_impl.h"
 
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static bool supported;

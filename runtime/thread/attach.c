@@ -11,7 +11,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "runtime/thread_impl.h"
+#include "runtime/thread/thread_impl.h"
 
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t attach_key;

@@ -4,7 +4,7 @@
  * through its own record (its published tid and exiting flag, and its state), never through a
  * pthread_t, so an exited thread answers -1 and never the caller's or a tid-recycler's time.
  */
-#include "runtime/internal.h"
+#include "runtime/thread/thread_impl.h"
 
 /* The record of a thread whose time may be read: started (tid published) and not over. */
 static bool readable(const vmt_thread_t *t) {

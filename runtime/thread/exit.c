@@ -18,7 +18,7 @@
  */
 #include <errno.h>
 
-#include "runtime/thread_impl.h"
+#include "runtime/thread/thread_impl.h"
 
 void vmt__thread_finish(vmt_thread_t *t) {
   int old_cancel;

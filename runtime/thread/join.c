@@ -13,7 +13,7 @@
  */
 #include <errno.h>
 
-#include "runtime/thread_impl.h"
+#include "runtime/thread/thread_impl.h"
 
 int vmt_thread_join(vmt_thread_t *t, void **result) {
   if (t == NULL || !vmt__record_ref_if_live(t)) return -EINVAL;

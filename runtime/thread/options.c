@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/thread_impl.h"
+#include "runtime/thread/thread_impl.h"
 
 #define KNOWN_FLAGS                                                                      \
   (VMT_THREAD_OPT_NAME | VMT_THREAD_OPT_CATEGORY | VMT_THREAD_OPT_DAEMON |               \

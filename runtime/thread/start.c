@@ -16,7 +16,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "runtime/thread_impl.h"
+#include "runtime/thread/thread_impl.h"
 
 /* Cancellation, pthread_exit or return: one exit path (thread_exit.c). */
 static void on_exit_path(void *arg) { vmt__thread_finish(arg); }

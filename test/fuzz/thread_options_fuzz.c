@@ -17,7 +17,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "runtime/thread_impl.h"
+#include "runtime/thread/thread_impl.h"
 #include "test/fuzz/fuzz.h"
 
 static int category_ok(const char *c) {

@@ -1,44 +1,33 @@
 /*
- * runtime/monitor_impl.h: what the monitor module keeps in each thread record, and what it
- * offers the management module. Hidden.
+ * runtime/sync/sync.h: what the sync package (monitors, synchronizers, park, sleep) offers the
+ * packages above it: the release of a thread's locks as it ends (thread), and copies of a
+ * thread's lock state, deadlock cycles and the contention-monitoring switch (management). The
+ * per-thread state it keeps in each record is declared with the record
+ * (runtime/registry/registry.h). Hidden.
  */
-#ifndef VMT_RUNTIME_MONITOR_IMPL_H
-#define VMT_RUNTIME_MONITOR_IMPL_H
+#ifndef VMT_RUNTIME_SYNC_SYNC_H
+#define VMT_RUNTIME_SYNC_SYNC_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runtime/registry/registry.h"
+
 #define VMT__LOCK_DESC_NAME_MAX 288
 
-struct vmt_monitor;
-struct vmt_sync;
-struct vmt__lock;   /* what monitors and synchronizers share (runtime/lock.h) */
+/* ---- What the thread package calls (lock.c) --------------------------------------------- *
+ * Called by a runtime thread itself at the start of its exit or last detach (thread/exit.c):
+ * releases every monitor and synchronizer it still holds, whatever the recursion, and wakes
+ * their waiters, so that no lock stays owned by a record that is about to be recycled. HotSpot
+ * does the same for monitors a thread entered through JNI and never exited
+ * (ObjectSynchronizer::release_monitors_owned_by_thread, at JavaThread::exit and at
+ * DetachCurrentThread). */
+void vmt__monitor_thread_end(vmt_thread_t *t);
 
-/* Per-thread synchronization state. Written by the owning thread; read by management code
- * holding a registry snapshot. All zero in a fresh record (the thread module zero-fills it).
- *
- * seq is a sequence lock over everything a reader copies: the held list, blocked_on /
- * waiting_on / parked_on, the times and the state changes the monitor module makes. Only the
- * owning thread writes (seq odd while it does); readers copy and retry when seq moved, so the
- * writer never waits for a reader. */
-struct vmt__thread_sync {
-  _Atomic(struct vmt_monitor *) blocked_on;   /* contended enter in progress (BLOCKED) */
-  _Atomic(struct vmt_monitor *) waiting_on;   /* in vmt_monitor_wait */
-  _Atomic(struct vmt_sync *) parked_on;       /* waiting to acquire a synchronizer */
-  _Atomic uint64_t blocked_count;
-  _Atomic uint64_t waited_count;
-  _Atomic int64_t blocked_ns;
-  _Atomic int64_t waited_ns;
-  _Atomic uint32_t park_permit;               /* futex word for park/unpark */
-  _Atomic uint32_t seq;                       /* sequence lock, see above */
-  _Atomic(struct vmt__lock *) held_head;      /* innermost held monitor or synchronizer */
-  _Atomic uint64_t times_epoch;               /* contention-monitoring epoch of the times */
-};
-
-/* ---- What the management module reads (implemented by the monitor module) ------------- *
- * The monitor module owns all synchronization needed to read another thread's lock state
+/* ---- What the management package reads ----------------------------------------------- *
+ * The sync package owns all synchronization needed to read another thread's lock state
  * safely while that thread enters, exits, waits, and while monitors are destroyed: the
  * functions below return copies, never pointers into monitors. */
 typedef struct vmt__lock_desc {
@@ -73,4 +62,4 @@ bool vmt__contention_monitoring_enabled(void);
 /* Enabling resets all threads' blocked/waited times (Java semantics). */
 void vmt__set_contention_monitoring(bool enable);
 
-#endif /* VMT_RUNTIME_MONITOR_IMPL_H */
+#endif /* VMT_RUNTIME_SYNC_SYNC_H */

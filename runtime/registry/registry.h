@@ -1,21 +1,23 @@
 /*
- * runtime/internal.h: the runtime's private contract between its modules (thread, registry,
- * monitor, management, allocation). Hidden; tests of internals include it and say so in their
- * name.
+ * runtime/registry/registry.h: what the registry package offers the packages above it (sync,
+ * thread, management): the thread record, which holds every subsystem's per-thread fields
+ * (HotSpot's thread.hpp is the model: one data model, many owners), the record pool and its
+ * references, the registry's snapshots for readers and its writer side for the life cycle,
+ * categories, and the calling thread's record. Hidden; tests of internals include it and say
+ * so in their name.
  *
  * Ownership of the thread record's fields:
- *   thread_*.c / registry.c  identity, options, state, refs, join, os, category, kind
- *   monitor*.c               sync (struct vmt__thread_sync, runtime/monitor_impl.h)
- *   alloc.c                  the allocated-bytes counter pointer
+ *   runtime/registry/, runtime/thread/  identity, options, state, refs, join, os, category, kind
+ *   runtime/sync/                       sync (struct vmt__thread_sync, below)
+ *   runtime/thread/alloc.c              the allocated-bytes counter pointer
  */
-#ifndef VMT_RUNTIME_INTERNAL_H
-#define VMT_RUNTIME_INTERNAL_H
+#ifndef VMT_RUNTIME_REGISTRY_REGISTRY_H
+#define VMT_RUNTIME_REGISTRY_REGISTRY_H
 
 #include <stdatomic.h>
 
 #include "vmthread.h"
 #include "runtime/fault.h"
-#include "runtime/monitor_impl.h"
 #include "runtime/os.h"
 
 /* What kind of thread a record describes. Internal threads are never counted nor listed. */
@@ -24,6 +26,32 @@ typedef enum vmt__thread_kind {
   VMT__KIND_ATTACHED,      /* a foreign thread, while attached */
   VMT__KIND_INTERNAL,      /* the runtime's own (e.g. the SIGQUIT dump thread) */
 } vmt__thread_kind_t;
+
+struct vmt_monitor;
+struct vmt_sync;
+struct vmt__lock;   /* what monitors and synchronizers share (runtime/sync/sync_impl.h) */
+
+/* Per-thread synchronization state, owned by the sync package (runtime/sync/). Written by the
+ * owning thread; read by management code holding a registry snapshot. All zero in a fresh
+ * record (the record pool zero-fills it).
+ *
+ * seq is a sequence lock over everything a reader copies: the held list, blocked_on /
+ * waiting_on / parked_on, the times and the state changes the sync package makes. Only the
+ * owning thread writes (seq odd while it does); readers copy and retry when seq moved, so the
+ * writer never waits for a reader. */
+struct vmt__thread_sync {
+  _Atomic(struct vmt_monitor *) blocked_on;   /* contended enter in progress (BLOCKED) */
+  _Atomic(struct vmt_monitor *) waiting_on;   /* in vmt_monitor_wait */
+  _Atomic(struct vmt_sync *) parked_on;       /* waiting to acquire a synchronizer */
+  _Atomic uint64_t blocked_count;
+  _Atomic uint64_t waited_count;
+  _Atomic int64_t blocked_ns;
+  _Atomic int64_t waited_ns;
+  _Atomic uint32_t park_permit;               /* futex word for park/unpark */
+  _Atomic uint32_t seq;                       /* sequence lock, see above */
+  _Atomic(struct vmt__lock *) held_head;      /* innermost held monitor or synchronizer */
+  _Atomic uint64_t times_epoch;               /* contention-monitoring epoch of the times */
+};
 
 /* Per-category figures (Eclipse OMR keeps these for GC/JIT/application threads). */
 typedef struct vmt__category {
@@ -50,7 +78,7 @@ struct vmt_thread {
   int priority;
   int64_t start_time_ns;             /* vmt_os_java_time_nanos() at start/attach */
   vmt_os_thread_t os;
-  struct vmt__thread_sync sync;      /* monitor module */
+  struct vmt__thread_sync sync;      /* sync package */
   /* jemalloc's per-thread allocated-bytes counter, published by the owner at start, cleared
    * at exit. */
   _Atomic(const uint64_t *) allocatedp;
@@ -90,19 +118,11 @@ enum { VMT__REG_NONE = 0, VMT__REG_IN, VMT__REG_TOMBSTONE };
 #define VMT__THREAD_MAGIC 0x766d7474u   /* "vmtt" */
 
 /* The calling thread's record (started, attached or internal), NULL for any other thread.
- * Owned by the thread module (thread_access.c); declared here too because the monitor fast
- * paths read it inline: one %fs-relative load instead of a call to vmt_thread_current(), a
- * fifth of the uncontended enter+exit budget (docs/monitors.md). */
+ * Defined beside the records (record.c), set by the thread package as a thread starts,
+ * attaches, exits and detaches; read inline by the sync fast paths: one %fs-relative load
+ * instead of a call to vmt_thread_current(), a fifth of the uncontended enter+exit budget
+ * (docs/monitors.md). */
 extern _Thread_local vmt_thread_t *vmt__current __attribute__((tls_model("initial-exec")));
-
-/* ---- Monitors (monitor module) ---------------------------------------------------------- *
- * Called by a runtime thread itself at the start of its exit or last detach (thread_exit.c):
- * releases every monitor and synchronizer it still holds, whatever the recursion, and wakes
- * their waiters, so that no lock stays owned by a record that is about to be recycled. HotSpot
- * does the same for monitors a thread entered through JNI and never exited
- * (ObjectSynchronizer::release_monitors_owned_by_thread, at JavaThread::exit and at
- * DetachCurrentThread). */
-void vmt__monitor_thread_end(vmt_thread_t *t);
 
 /* ---- Registry (registry.c) -------------------------------------------------------------- *
  * An immutable, id-sorted array of the live threads (counted and internal), replaced
@@ -151,17 +171,57 @@ void vmt__registry_reset_peak(void);
 /* Walks all categories (never freed). */
 vmt__category_t *vmt__categories(void);
 
-/* Starts a runtime-internal thread (not counted, not listed). */
-int vmt__thread_start_internal(vmt_thread_t **out, const char *name, vmt_thread_fn fn,
-                               void *arg);
+/* ---- What the life cycle gives a record (resolved by runtime/thread/options.c) ---------- */
+typedef struct vmt__thread_opts {
+  const char *name;        /* NULL: the default "vmt-thread-<id>" */
+  size_t name_len;
+  const char *category;    /* never NULL after resolution */
+  bool daemon;
+  int priority;
+  size_t stack_size;       /* 0 = the platform default, else already rounded and clamped */
+} vmt__thread_opts_t;
 
-/* ---- Allocation counters (alloc.c) ------------------------------------------------------ */
-/* Called by the owning thread at start/attach and exit/detach. */
-void vmt__alloc_thread_begin(vmt_thread_t *t);
-void vmt__alloc_thread_end(vmt_thread_t *t);
-/* Bytes allocated by t (a live, protected record); -1 if unsupported or t has ended. */
-int64_t vmt__alloc_thread_bytes(const vmt_thread_t *t);
-bool vmt__alloc_supported(void);
-int64_t vmt__alloc_exited_total(void);
+/* ---- Records (record.c) ---------------------------------------------------------------- */
+/* A zeroed record with magic set, from the type-stable pool (records are never returned to
+ * malloc, so a stale handle reads a cleared magic instead of freed memory). NULL on -ENOMEM. */
+vmt_thread_t *vmt__record_alloc(void);
+/* Fills identity and attributes (id, name, category, os name). 0 or -ENOMEM; on failure the
+ * record is returned to the pool. */
+int vmt__record_init(vmt_thread_t *t, const vmt__thread_opts_t *o, vmt__thread_kind_t kind);
+/* Drops one internal reference; the last one frees the name and returns the record to the
+ * pool (detaching its pthread if nobody joined it). */
+void vmt__record_unref(vmt_thread_t *t);
+/* Takes an internal reference if the record is live (magic set and refs > 0). */
+bool vmt__record_ref_if_live(vmt_thread_t *t);
 
-#endif /* VMT_RUNTIME_INTERNAL_H */
+/* ---- Registry writer side (registry.c) ------------------------------------------------- */
+/* Makes t visible in a new snapshot (not yet counted). 0 or -ENOMEM. */
+int vmt__registry_insert(vmt_thread_t *t);
+/* Counts t as started and (unless it already left) live; internal threads are never counted. */
+void vmt__registry_count(vmt_thread_t *t);
+/* Uncounts t and tombstones it in the current snapshot; never fails. The next rebuild drops
+ * it (this call rebuilds, allocating, only when tombstones crowd the snapshot); the registry's
+ * reference on t goes once no reader can see it. */
+void vmt__registry_remove(vmt_thread_t *t);
+
+/* ---- Fork generation (record.c; incremented by the fork child handler, thread/access.c) - */
+/* Incremented in every fork child. A record whose fork_generation differs describes a thread
+ * of an ancestor process: it does not exist here, so nobody waits for it nor touches its
+ * pthread_t (joining or detaching one is undefined behaviour after fork). */
+extern _Atomic uint32_t vmt__fork_generation;
+static inline bool vmt__thread_of_this_process(const vmt_thread_t *t) {
+  return t->fork_generation == atomic_load_explicit(&vmt__fork_generation, memory_order_relaxed);
+}
+/* The registry's, pool's and categories' pieces of the atfork handlers (wired by
+ * runtime/thread/access.c). */
+void vmt__registry_fork_prepare(void);
+void vmt__registry_fork_parent(void);
+void vmt__registry_fork_child(vmt_thread_t *survivor);
+void vmt__record_fork_prepare(void);
+void vmt__record_fork_parent(void);
+void vmt__record_fork_child(void);
+void vmt__category_fork_prepare(void);
+void vmt__category_fork_parent(void);
+void vmt__category_fork_child(void);
+
+#endif /* VMT_RUNTIME_REGISTRY_REGISTRY_H */

@@ -1,16 +1,24 @@
 /*
- * runtime/mx_impl.h: what the management files (runtime/mx_*.c) share. The management module
- * sits on top of the registry, the monitor module and the port layer and only reads them: every
- * query protects one registry snapshot, looks threads up in it, copies what it reports, and
- * releases the snapshot before returning. Hidden.
+ * runtime/management/management_impl.h: what the files of the management package (the
+ * ThreadMXBean mirror) share. The package sits on top of the registry, sync and thread
+ * packages and the port, and only reads them: every query protects one registry snapshot,
+ * looks threads up in it, copies what it reports, and releases the snapshot before returning.
+ * Hidden; nothing outside runtime/management/ includes it. Nothing in the runtime depends on
+ * this package.
  */
-#ifndef VMT_RUNTIME_MX_IMPL_H
-#define VMT_RUNTIME_MX_IMPL_H
+#ifndef VMT_RUNTIME_MANAGEMENT_MANAGEMENT_IMPL_H
+#define VMT_RUNTIME_MANAGEMENT_MANAGEMENT_IMPL_H
+
+#if !defined(VMT_IN_MANAGEMENT) && !defined(VMT_TEST_OF_INTERNALS)
+#error "this header is private to runtime/management/ (runtime/management/BUILD.bazel)"
+#endif
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/internal.h"
+#include "runtime/registry/registry.h"
+#include "runtime/sync/sync.h"
+#include "runtime/thread/thread.h"
 
 
 /* malloc/calloc behind the VMT__FAULT_ALLOC seam, so tests can fail any allocation. */
@@ -77,7 +85,7 @@ int vmt__mx_sweep(const int64_t *ids, size_t count, int64_t *out, bool measuring
 /* True if any of the count ids is <= 0 (Java: IllegalArgumentException). */
 bool vmt__mx_ids_invalid(const int64_t *ids, size_t count);
 
-/* CPU time switch (mx_cpu.c): enabled by default, as in HotSpot. */
+/* CPU time switch (cpu.c): enabled by default, as in HotSpot. */
 bool vmt__mx_cpu_time_enabled(void);
 /* CPU and consistent user time of a protected, listed thread; -1 when disabled, unsupported
  * or when the thread is exiting. */
@@ -87,7 +95,7 @@ int64_t vmt__mx_thread_user_ns(vmt_thread_t *t);
 void vmt__mx_thread_user_and_cpu_ns(vmt_thread_t *t, int64_t *user, int64_t *cpu);
 
 /*
- * Stack capture (mx_stack.c). Frames of t, at most max_depth, into a malloc'ed array of frames
+ * Stack capture (stack.c). Frames of t, at most max_depth, into a malloc'ed array of frames
  * whose strings are malloc'ed too (free with vmt__mx_frames_free). With a registered walker the
  * walker's frames; else, for the calling thread, its native frames above caller_pc (the return
  * address into the application of the public call, so the runtime's own frames are not shown);
@@ -97,7 +105,7 @@ int vmt__mx_capture_frames(vmt_thread_t *t, int32_t max_depth, const void *calle
                            vmt_stack_frame_t **frames, size_t *count);
 void vmt__mx_frames_free(vmt_stack_frame_t *frames, size_t count);
 
-/* ThreadInfo of a protected thread (mx_info.c): *out NULL if t is not listed. 0 or -ENOMEM. */
+/* ThreadInfo of a protected thread (info.c): *out NULL if t is not listed. 0 or -ENOMEM. */
 int vmt__mx_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, bool locked_monitors,
                         bool locked_synchronizers, int32_t max_depth, const void *caller_pc,
                         vmt_thread_info_t **out);
@@ -105,10 +113,10 @@ int vmt__mx_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, bool locke
 int vmt__mx_dump_all(bool locked_monitors, bool locked_synchronizers, int32_t max_depth,
                      const void *caller_pc, vmt_thread_info_t ***out, size_t *count);
 
-/* The jstack-style text dump (mx_dump.c) to a stream; 0 or -errno. */
+/* The jstack-style text dump (dump.c) to a stream; 0 or -errno. */
 int vmt__mx_write_dump(FILE *out, const void *caller_pc);
 
 /* The application's return address of the public call that is running (see capture). */
 #define VMT__MX_CALLER_PC() __builtin_extract_return_addr(__builtin_return_address(0))
 
-#endif /* VMT_RUNTIME_MX_IMPL_H */
+#endif /* VMT_RUNTIME_MANAGEMENT_MANAGEMENT_IMPL_H */

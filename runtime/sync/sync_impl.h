@@ -1,7 +1,9 @@
 /*
- * runtime/lock.h: what monitors (monitor.c, monitor_wait.c) and synchronizers (sync.c) share:
- * the lock slot, the owner token, the per-thread held list, blocking episodes (thread state and
- * statistics), and the slot pool. Hidden.
+ * runtime/sync/sync_impl.h: what the files of the sync package share: monitors (monitor.c,
+ * monitor_wait.c) and synchronizers (synchronizer.c) have the lock slot, the owner token, the
+ * per-thread held list, blocking episodes (thread state and statistics) and the slot pool in
+ * common; park.c the episodes and the blocking turn. Hidden; nothing outside runtime/sync/
+ * includes it.
  *
  * DESIGN
  * - Lock word: a 32-bit futex word, 0 free, 1 locked, 2 locked and maybe contended (Drepper,
@@ -25,15 +27,20 @@
  *   thread may sleep on the word without having announced itself: whoever has slept there
  *   re-acquires with CONTENDED (vmt__lock_acquire_contended's `slept`).
  */
-#ifndef VMT_RUNTIME_LOCK_H
-#define VMT_RUNTIME_LOCK_H
+#ifndef VMT_RUNTIME_SYNC_SYNC_IMPL_H
+#define VMT_RUNTIME_SYNC_SYNC_IMPL_H
+
+#if !defined(VMT_IN_SYNC) && !defined(VMT_TEST_OF_INTERNALS)
+#error "this header is private to runtime/sync/ (runtime/sync/BUILD.bazel)"
+#endif
 
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "runtime/internal.h"
+#include "runtime/registry/registry.h"
+#include "runtime/sync/sync.h"
 
 #define VMT__LOCK_MAGIC_MONITOR 0x766d6d6fu   /* "vmmo" */
 #define VMT__LOCK_MAGIC_SYNC 0x766d7379u      /* "vmsy" */
@@ -276,4 +283,4 @@ int vmt__wait_turn(_Atomic uint32_t *word, uint32_t expected, int64_t deadline_n
 /* Maps an owner token to a thread id using snap (0 when it is no listed runtime thread). */
 int64_t vmt__token_owner_id(const vmt__snapshot_t *snap, uintptr_t token);
 
-#endif /* VMT_RUNTIME_LOCK_H */
+#endif /* VMT_RUNTIME_SYNC_SYNC_IMPL_H */

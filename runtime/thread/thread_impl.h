@@ -1,0 +1,40 @@
+/*
+ * runtime/thread/thread_impl.h: what the files of the thread package share (options, the
+ * allocation counters' begin and end, the exit bookkeeping, process-wide initialisation).
+ * Hidden; nothing outside runtime/thread/ includes it, except tests of internals.
+ */
+#ifndef VMT_RUNTIME_THREAD_THREAD_IMPL_H
+#define VMT_RUNTIME_THREAD_THREAD_IMPL_H
+
+#if !defined(VMT_IN_THREAD) && !defined(VMT_TEST_OF_INTERNALS)
+#error "this header is private to runtime/thread/ (runtime/thread/BUILD.bazel)"
+#endif
+
+#include "runtime/registry/registry.h"
+#include "runtime/sync/sync.h"
+#include "runtime/thread/thread.h"
+
+/* ---- Options (options.c) --------------------------------------------------------------- */
+/* Validates options (NULL = all defaults) into *out. 0 or -EINVAL. */
+int vmt__options_resolve(const vmt_thread_options_t *options, vmt__thread_opts_t *out);
+/* The stack size rule (docs/design.md): 0 stays 0; else rounded up to the page size and
+ * clamped to [VMT__STACK_MIN_BYTES or the platform minimum if larger, VMT__STACK_MAX_BYTES]. */
+#define VMT__STACK_MIN_BYTES ((size_t)64 * 1024)
+#define VMT__STACK_MAX_BYTES ((size_t)1 << 30)
+size_t vmt__stack_size_rule(size_t requested);
+/* True if s[0..len) is well-formed UTF-8 (no overlong forms, surrogates or > U+10FFFF). */
+bool vmt__utf8_valid(const char *s, size_t len);
+
+/* ---- Allocation counters (alloc.c) ------------------------------------------------------ */
+/* Called by the owning thread at start/attach and exit/detach. */
+void vmt__alloc_thread_begin(vmt_thread_t *t);
+void vmt__alloc_thread_end(vmt_thread_t *t);
+
+/* ---- Life cycle and process-wide state (access.c, exit.c) ------------------------------ */
+/* Idempotent: port init, fork handlers, the attached-thread key. */
+void vmt__runtime_init(void);
+/* The common exit bookkeeping of a started, internal or (last detach) attached thread, run by
+ * the thread itself; drops the thread's own reference (exit.c). */
+void vmt__thread_finish(vmt_thread_t *t);
+
+#endif /* VMT_RUNTIME_THREAD_THREAD_IMPL_H */
