@@ -24,8 +24,8 @@
  * effect is walker / private walk, at either pace. The starter and the reader are pinned to
  * two different CPUs (the started threads inherit the starter's mask).
  *
- * The walk uses the runtime's internal registry API (runtime/internal.h) because the public
- * management call sits in another module; it is the same loop.
+ * The walk uses the runtime's internal registry API (runtime/registry/registry.h) because the
+ * public management call sits in another module; it is the same loop.
  *
  * VMTB_ONLY=<variant> (vmthread, handshake or pthread) runs only that variant's rounds and
  * skips the second part: for strace -c or perf on one variant.

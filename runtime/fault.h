@@ -22,7 +22,7 @@ typedef enum vmt__fault_site {
    * algorithm where nothing can fail: only a hook is of use there, to change the world at that
    * exact moment; vmt__fault_arm ignores them, and their callers ignore vmt__fault_hit. */
   VMT__FAULT_FALLIBLE_COUNT,
-  /* deadlock.c, after each thread's edge in the first read of the graph: a hook there makes
+  /* sync/deadlock.c, after each thread's edge in the first read of the graph: a hook there makes
    * that read see a cycle that never existed at one instant (test/deadlock_internal_test.c). */
   VMT__FAULT_DEADLOCK_SCAN = VMT__FAULT_FALLIBLE_COUNT,
   VMT__FAULT_SITE_COUNT,

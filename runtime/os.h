@@ -95,7 +95,7 @@ const char *vmt_os_elapsed_source_reason(void);
 
 /* ---- Futex (process-private) ----------------------------------------------------------- *
  * The one blocking primitive the runtime builds its waits on (monitors, synchronizers, park,
- * sleep; the port's own tid_wait). Join waits in pthread_join (runtime/thread_join.c).
+ * sleep; the port's own tid_wait). Join waits in pthread_join (runtime/thread/join.c).
  * Deadlines are absolute CLOCK_MONOTONIC nanoseconds, the scale of vmt_os_java_time_nanos(),
  * so a wait re-issued after EINTR or a spurious wake keeps the caller's deadline exactly. */
 #define VMT_OS_NO_DEADLINE INT64_MAX

@@ -13,7 +13,7 @@
  *     second read drops it; and a hook there that changes nothing on a cycle hides no cycle.
  * The deadlocked threads can never be released (that is what a deadlock is): they are daemon
  * threads of this process, which is why this test has a binary of its own.
- * An internal-API test: it includes runtime/internal.h.
+ * An internal-API test: it includes runtime/registry/registry.h and runtime/sync/sync.h.
  */
 #include <errno.h>
 #include <pthread.h>

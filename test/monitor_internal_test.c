@@ -1,6 +1,6 @@
 /*
  * test/monitor_internal_test.c: what the monitor module records for the management API
- * (runtime/monitor_impl.h), checked the way OpenJDK's ThreadMXBean tests check it:
+ * (runtime/sync/sync.h), checked the way OpenJDK's ThreadMXBean tests check it:
  *   - ThreadStateTest: a thread walked through RUNNABLE, BLOCKED (on the right monitor, owned
  *     by the right thread), WAITING, TIMED_WAITING and back to RUNNABLE;
  *   - ThreadBlockedCount: the blocked count grows by exactly one per contended enter;
@@ -10,7 +10,7 @@
  *   - locked monitors and synchronizers with their depth (ThreadInfo.getLockedMonitors);
  * plus the races (a reader copying a thread's locks while it churns through them) and the
  * failure paths (allocation failures through the fault seams).
- * An internal-API test: it includes runtime/internal.h.
+ * An internal-API test: it includes runtime/sync/sync.h.
  */
 #include <errno.h>
 #include <pthread.h>

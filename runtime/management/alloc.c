@@ -1,11 +1,11 @@
 /*
- * runtime/mx_alloc.c: allocated bytes (com.sun.management.ThreadMXBean's
+ * runtime/management/alloc.c: allocated bytes (com.sun.management.ThreadMXBean's
  * getThreadAllocatedBytes, getCurrentThreadAllocatedBytes, getTotalThreadAllocatedBytes and the
- * switch). The counts are jemalloc's own per-thread counters (thread.allocatedp), published by
- * each runtime thread in its record (runtime/alloc.c); a reader holds a registry snapshot, so
- * it never reads the counters of a thread whose memory is gone. When jemalloc is not the
- * process allocator (sanitizer builds, another malloc preloaded) the counters never move, and
- * the capability reports itself unsupported instead of answering zeros.
+ * switch). The counts are jemalloc's own per-thread counters (thread.allocatedp), published by each
+ * runtime thread in its record (runtime/thread/alloc.c); a reader holds a registry snapshot, so it
+ * never reads the counters of a thread whose memory is gone. When jemalloc is not the process
+ * allocator (sanitizer builds, another malloc preloaded) the counters never move, and the
+ * capability reports itself unsupported instead of answering zeros.
  */
 #include <errno.h>
 

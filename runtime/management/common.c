@@ -1,5 +1,5 @@
 /*
- * runtime/mx_common.c: helpers every management file uses: the switches, the sweep, the
+ * runtime/management/common.c: helpers every management file uses: the switches, the sweep, the
  * id check Java performs before anything else, and the id lookup in a registry snapshot.
  */
 #include <errno.h>

@@ -1,5 +1,5 @@
 /*
- * runtime/mx_contention.c: contention monitoring (the switch; blocked and waited times are
+ * runtime/management/contention.c: contention monitoring (the switch; blocked and waited times are
  * kept by the monitor module), the usage capabilities, and deadlock detection
  * (findMonitorDeadlockedThreads, findDeadlockedThreads) over the monitor module's wait-for
  * graph. All of it is supported on every platform the runtime builds on: monitors and

@@ -1,5 +1,5 @@
 /*
- * runtime/mx_counts.c: ThreadMXBean's counts (getThreadCount, getPeakThreadCount,
+ * runtime/management/counts.c: ThreadMXBean's counts (getThreadCount, getPeakThreadCount,
  * getTotalStartedThreadCount, getDaemonThreadCount, resetPeakThreadCount) and getAllThreadIds.
  * The counters live in the registry, which updates them as threads start and exit (a thread
  * leaves the counts before its joiners wake); internal threads are never in them.

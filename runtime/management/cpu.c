@@ -1,5 +1,5 @@
 /*
- * runtime/mx_cpu.c: thread CPU and user time (getThreadCpuTime, getThreadUserTime, their
+ * runtime/management/cpu.c: thread CPU and user time (getThreadCpuTime, getThreadUserTime, their
  * current-thread and com.sun.management array forms) and the measurement switch.
  *
  * A read never trusts a pthread_t: it goes through the thread's record in a protected registry

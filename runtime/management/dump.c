@@ -1,5 +1,5 @@
 /*
- * runtime/mx_dump.c: the text thread dump, in the layout Java users read from jstack (and
+ * runtime/management/dump.c: the text thread dump, in the layout Java users read from jstack (and
  * from kill -3): a header, one block per thread, then a section per deadlock cycle.
  *
  *   "worker-1" #12 daemon prio=5 cpu=0.52ms elapsed=1.20s tid=4242 category=app waiting for ...

@@ -1,5 +1,5 @@
 /*
- * runtime/mx_info.c: ThreadInfo (getThreadInfo in all its forms, dumpAllThreads).
+ * runtime/management/info.c: ThreadInfo (getThreadInfo in all its forms, dumpAllThreads).
  *
  * A ThreadInfo is a copy taken while the thread runs on: HotSpot stops the world for it, a C
  * runtime cannot. What Java promises to be consistent is: the state, the lock the thread is

@@ -1,5 +1,5 @@
 /*
- * runtime/mx_sigquit.c: the opt-in answer to SIGQUIT (kill -3), as HotSpot prints a thread
+ * runtime/management/sigquit.c: the opt-in answer to SIGQUIT (kill -3), as HotSpot prints a thread
  * dump. Nothing that is unsafe in a signal handler runs in it: the handler writes one byte to a
  * pipe (write(2) is async-signal-safe, POSIX.1-2008 2.4.3) and an internal dump thread, blocked
  * reading the pipe, writes the dump. Signals that arrive while a dump is pending coalesce into

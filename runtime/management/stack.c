@@ -1,5 +1,5 @@
 /*
- * runtime/mx_stack.c: the stack traces in ThreadInfo. The embedding VM knows its own frames
+ * runtime/management/stack.c: the stack traces in ThreadInfo. The embedding VM knows its own frames
  * and registers a walker; without one, the calling thread reports its native frames
  * (backtrace(3)) and other threads none, since reading another thread's native stack safely
  * would need to stop it (HotSpot does that at a safepoint; a C runtime has none).

@@ -1,7 +1,7 @@
 /*
- * runtime/category.c: thread categories ("app", "gc", "compiler", ...), interned for the life of
- * the process. Eclipse OMR keeps per-category CPU time for GC, JIT and application threads; a
- * VM asks "how much CPU did the GC use" without walking threads that have long exited.
+ * runtime/registry/category.c: thread categories ("app", "gc", "compiler", ...), interned for the
+ * life of the process. Eclipse OMR keeps per-category CPU time for GC, JIT and application threads;
+ * a VM asks "how much CPU did the GC use" without walking threads that have long exited.
  *
  * The list only grows (a VM has a handful of categories) and entries are never freed, so
  * readers walk it without any protection: a new entry is fully written before the release

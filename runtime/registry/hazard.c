@@ -1,5 +1,5 @@
 /*
- * runtime/hazard.c: hazard pointers protecting registry snapshots (Michael 2004; HotSpot's
+ * runtime/registry/hazard.c: hazard pointers protecting registry snapshots (Michael 2004; HotSpot's
  * ThreadsSMR uses the same idea for its ThreadsList).
  *
  * Each reading thread owns a block of VMT__HAZARDS_PER_THREAD slots. Blocks live on one global

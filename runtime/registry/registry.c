@@ -1,5 +1,5 @@
 /*
- * runtime/registry.c: the set of live threads and its counters, safe to walk while threads
+ * runtime/registry/registry.c: the set of live threads and its counters, safe to walk while threads
  * start and exit (the model is HotSpot's ThreadsSMR; docs/design.md, "Registry").
  *
  * DESIGN. The live threads are an immutable, id-sorted array (a snapshot). A start builds a

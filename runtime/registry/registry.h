@@ -89,7 +89,7 @@ struct vmt_thread {
   void *result;
   int32_t attach_count;
   _Atomic uint32_t done;             /* 1 once the exit bookkeeping is complete */
-  _Atomic bool joined;               /* claimed by the one join allowed (thread_join.c) */
+  _Atomic bool joined;               /* claimed by the one join allowed (thread/join.c) */
   /* References held by API users (start's, retain's). The first one holds one internal
    * reference in `refs`; the last release drops it. Kept apart from `refs` so that a user's
    * extra release is refused instead of dropping the running thread's own reference. */
@@ -106,7 +106,7 @@ struct vmt_thread {
   /* The one list the record is on, in turn: the current snapshot's tombstones, the retired
    * records, the record pool. */
   struct vmt_thread *list_next;
-  /* Readers of *allocatedp in progress (alloc.c): the owner waits for them (a few ns) before
+  /* Readers of *allocatedp in progress (thread/alloc.c): the owner waits for them (a few ns) before
    * its thread-local counters can go away. */
   _Atomic int32_t alloc_readers;
 };

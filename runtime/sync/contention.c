@@ -1,5 +1,5 @@
 /*
- * runtime/contention.c: the contention-monitoring switch (ThreadMXBean's
+ * runtime/sync/contention.c: the contention-monitoring switch (ThreadMXBean's
  * setThreadContentionMonitoringEnabled), off by default as in HotSpot.
  *
  * One 64-bit word holds both the setting and an epoch: odd means enabled, and every enable

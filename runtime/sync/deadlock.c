@@ -1,5 +1,5 @@
 /*
- * runtime/deadlock.c: findMonitorDeadlockedThreads / findDeadlockedThreads.
+ * runtime/sync/deadlock.c: findMonitorDeadlockedThreads / findDeadlockedThreads.
  *
  * Each thread has at most one outgoing edge: "blocked entering monitor L (or, with syncs,
  * waiting to acquire synchronizer L), and L is owned by thread U". The graph is functional, so
@@ -8,14 +8,13 @@
  * waits for a notify, not for a lock).
  *
  * HotSpot walks the graph at a safepoint. We cannot stop threads, so each candidate cycle is
- * verified: every member's sequence number (runtime/lock.h) must be the same, and even, in a
- * second read as in the first, and each member must still list the lock its predecessor waits
- * for among the locks it holds. A thread changes its sequence whenever it takes, releases or
- * stops waiting for a lock, so all members were in that state throughout the interval between
- * the two reads, at the same time: a real cycle, which can never resolve. A transient chain
- * fails the check and is dropped (the next call finds it if it became real). A test makes one
- * through the hook point VMT__FAULT_DEADLOCK_SCAN (runtime/fault.h), between two edges of the
- * first read.
+ * verified: every member's sequence number (runtime/sync/sync_impl.h) must be the same, and even,
+ * in a second read as in the first, and each member must still list the lock its predecessor waits
+ * for among the locks it holds. A thread changes its sequence whenever it takes, releases or stops
+ * waiting for a lock, so all members were in that state throughout the interval between the two
+ * reads, at the same time: a real cycle, which can never resolve. A transient chain fails the check
+ * and is dropped (the next call finds it if it became real). A test makes one through the hook
+ * point VMT__FAULT_DEADLOCK_SCAN (runtime/fault.h), between two edges of the first read.
  * Threads that exit meanwhile are safe to read: the registry snapshot keeps their records.
  */
 #include <errno.h>

@@ -1,5 +1,5 @@
 /*
- * runtime/episode.c: what a thread records when it blocks (runtime/lock.h, "blocking
+ * runtime/sync/episode.c: what a thread records when it blocks (runtime/sync/sync_impl.h, "blocking
  * episodes"): its state (BLOCKED, WAITING, TIMED_WAITING, then RUNNABLE), what it blocks on,
  * the blocked and waited counts (always), and the time spent (only while contention monitoring
  * is enabled). Called on slow paths only; the uncontended enter never gets here.

@@ -1,10 +1,11 @@
 /*
- * runtime/lock.c: the parts of runtime/lock.h that are not inline: the type-stable slot pool,
- * identities and display names, the contended acquire, out-of-order held-list removal.
+ * runtime/sync/lock.c: the parts of runtime/sync/sync_impl.h that are not inline: the
+ * type-stable slot pool, identities and display names, the contended acquire, out-of-order
+ * held-list removal.
  *
  * Slots are carved from chunks of VMT__POOL_CHUNK and never given back to malloc: a management
  * reader or a late FUTEX_WAKE may still touch a slot after its lock was destroyed, and must
- * find lock-shaped memory there (see DESIGN in lock.h). The chunks stay reachable from
+ * find lock-shaped memory there (see DESIGN in sync_impl.h). The chunks stay reachable from
  * pool_chunks, so leak checkers see no leak.
  */
 #include "runtime/sync/sync_impl.h"

@@ -1,9 +1,9 @@
 /*
- * runtime/lock_info.c: vmt__thread_lock_info, the management module's view of another
+ * runtime/sync/lock_info.c: vmt__thread_lock_info, the management module's view of another
  * thread's locks: its state, what it is blocked or waiting on and who owns that, its counts and
  * times, and (optionally) the monitors and synchronizers it holds.
  *
- * The copy is taken under the thread's sequence lock (runtime/lock.h, DESIGN): read the
+ * The copy is taken under the thread's sequence lock (runtime/sync/sync_impl.h, DESIGN): read the
  * sequence, copy, re-read; retry if the thread wrote in between. A validated copy is a state
  * the thread really was in: every lock in it was held (or waited for) by the thread for the
  * whole copy, so none of them can have been destroyed meanwhile, and the lock slots are

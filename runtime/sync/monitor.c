@@ -1,12 +1,12 @@
 /*
- * runtime/monitor.c: Java `synchronized` monitors (include/vmthread/monitor.h): create,
+ * runtime/sync/monitor.c: Java `synchronized` monitors (include/vmthread/monitor.h): create,
  * destroy, enter, try-enter, exit, describe, statistics. Wait and notify are in monitor_wait.c.
  *
  * The uncontended enter is: a magic check, the caller's record (one TLS load in
  * vmt_thread_current), one CAS on the lock word, the owner store, the owner's enter count and a
  * held-list push under the thread's sequence lock (plain stores on x86-64). The uncontended
  * exit is the reverse with one exchange. A contended enter goes to enter_slow, the only place
- * that changes the thread's state, counts, or reads a clock (runtime/lock.h, DESIGN).
+ * that changes the thread's state, counts, or reads a clock (runtime/sync/sync_impl.h, DESIGN).
  */
 #include <errno.h>
 

@@ -1,5 +1,5 @@
 /*
- * runtime/monitor_wait.c: Java's Object.wait / notify / notifyAll on vmthread monitors.
+ * runtime/sync/monitor_wait.c: Java's Object.wait / notify / notifyAll on vmthread monitors.
  *
  * The wait set is a FIFO of nodes on the waiters' stacks, linked and unlinked only by the
  * monitor's owner: wait links its node before releasing the monitor, notify unlinks under

@@ -1,5 +1,5 @@
 /*
- * runtime/park.c: LockSupport.park / parkNanos / unpark for runtime threads, and Thread.sleep.
+ * runtime/sync/park.c: LockSupport.park / parkNanos / unpark for runtime threads, and Thread.sleep.
  *
  * park: the permit (t->sync.park_permit) is the futex word: unpark sets it to 1 and wakes,
  * park consumes it with an exchange. Both count as waits (HotSpot counts a park in the waited

@@ -1,7 +1,7 @@
 /*
- * runtime/sync.c: ownable synchronizers (Java's AbstractOwnableSynchronizer, the owner of a
- * ReentrantLock or a write lock): a non-reentrant lock with an owner, on the same lock word and
- * held list as monitors (runtime/lock.h).
+ * runtime/sync/synchronizer.c: ownable synchronizers (Java's AbstractOwnableSynchronizer, the
+ * owner of a ReentrantLock or a write lock): a non-reentrant lock with an owner, on the same
+ * lock word and held list as monitors (runtime/sync/sync_impl.h).
  *
  * A thread that has to wait for one is WAITING (TIMED_WAITING for a timed lock) with parked_on
  * set, and the wait counts in its waited count and time: in Java it is parked in

@@ -1,5 +1,5 @@
 /*
- * runtime/alloc.c: bytes allocated per thread, from jemalloc's per-thread counters
+ * runtime/thread/alloc.c: bytes allocated per thread, from jemalloc's per-thread counters
  * (mallctl "thread.allocatedp": a pointer to a uint64_t counter that jemalloc bumps on every
  * allocation, in the thread's own TLS). Its twin "thread.deallocatedp" is not used: no
  * ThreadMXBean figure needs freed bytes.

@@ -1,5 +1,5 @@
 /*
- * runtime/thread_attach.c: foreign threads (the VM's main thread, a thread some library
+ * runtime/thread/attach.c: foreign threads (the VM's main thread, a thread some library
  * created) joining and leaving the runtime, as JNI's AttachCurrentThread / DetachCurrentThread.
  *
  * An attached thread gets a record, an id, a name and a category, and counts as started and

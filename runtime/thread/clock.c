@@ -1,6 +1,6 @@
 /*
- * runtime/clock.c: the public CPU-time and time-source API (include/vmthread/clock.h) over the
- * port (runtime/os.h). The validation that matters lives here and below: a thread is read
+ * runtime/thread/clock.c: the public CPU-time and time-source API (include/vmthread/clock.h)
+ * over the port (runtime/os.h). The validation that matters lives here and below: a thread is read
  * through its own record (its published tid and exiting flag, and its state), never through a
  * pthread_t, so an exited thread answers -1 and never the caller's or a tid-recycler's time.
  */
@@ -16,7 +16,7 @@ static bool readable(const vmt_thread_t *t) {
 int64_t vmt_thread_cpu_time(vmt_thread_t *t, vmt_cpu_kind_t kind) {
   if (!readable(t)) return -1;
   /* The calling thread cannot exit under us: the pid-0 ids, no pid lookup. Recognised by its
-   * record (one TLS load), as runtime/mx_cpu.c does, not by comparing tids. */
+   * record (one TLS load), as runtime/management/cpu.c does, not by comparing tids. */
   if (t == vmt__current) return vmt_current_thread_cpu_time(kind);
   /* The port answers -1 whenever its success flag would be false. */
   switch (kind) {

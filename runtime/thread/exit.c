@@ -1,6 +1,6 @@
 /*
- * runtime/thread_exit.c: the one exit path of a runtime thread (body returned, vmt_thread_exit,
- * or cancellation, all through the cleanup handler pushed in thread_start.c) and of the last
+ * runtime/thread/exit.c: the one exit path of a runtime thread (body returned, vmt_thread_exit,
+ * or cancellation, all through the cleanup handler pushed in start.c) and of the last
  * detach of an attached thread.
  *
  * Order, and why:
@@ -13,7 +13,7 @@
  *  3. Allocation counters folded into the exited total (alloc.c).
  *  4. `done` (release): the bookkeeping is complete. Joiners wait in pthread_join, which
  *     returns only after the thread's very end, so they see all of the above; the exiting
- *     thread makes no wake-up call of its own (thread_join.c says why).
+ *     thread makes no wake-up call of its own (join.c says why).
  *  5. The thread's own reference.
  */
 #include <errno.h>

@@ -1,9 +1,9 @@
 /*
- * runtime/thread_join.c: join, retain and release: what a user does with a handle.
+ * runtime/thread/join.c: join, retain and release: what a user does with a handle.
  *
  * Every entry point first checks the record's magic and takes or checks a reference with a
  * compare-and-swap that refuses zero, so a handle whose references are all gone gives -EINVAL
- * (records are type-stable, thread_record.c). Join holds a temporary internal reference while
+ * (records are type-stable, registry/record.c). Join holds a temporary internal reference while
  * it waits, so a concurrent release cannot recycle the record under it.
  *
  * It waits in pthread_join alone. Waiting first on a futex the exiting thread wakes once its

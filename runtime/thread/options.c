@@ -1,5 +1,5 @@
 /*
- * runtime/options.c: validation of vmt_thread_options_t. Every rule a caller can break gives
+ * runtime/thread/options.c: validation of vmt_thread_options_t. Every rule a caller can break gives
  * -EINVAL here, before anything is allocated, so start and attach fail without side effects.
  *
  * Stack size rule (docs/design.md, "Options"): 0 keeps the platform default (glibc: RLIMIT_STACK,

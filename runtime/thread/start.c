@@ -1,5 +1,5 @@
 /*
- * runtime/thread_start.c: starting a thread without a handshake (Apache Kudu change 8257).
+ * runtime/thread/start.c: starting a thread without a handshake (Apache Kudu change 8257).
  *
  * The parent allocates and registers the record, calls pthread_create, binds the port record
  * (the kernel wrote the child's tid before pthread_create returned, CLONE_PARENT_SETTID), counts
@@ -11,14 +11,14 @@
  *
  * Counting happens after pthread_create (under the registry's writer lock), so a failed start
  * changes no counter, not even the peak; a child that ends before its parent counted it is
- * counted as started only (registry.c).
+ * counted as started only (registry/registry.c).
  */
 #include <errno.h>
 #include <string.h>
 
 #include "runtime/thread/thread_impl.h"
 
-/* Cancellation, pthread_exit or return: one exit path (thread_exit.c). */
+/* Cancellation, pthread_exit or return: one exit path (exit.c). */
 static void on_exit_path(void *arg) { vmt__thread_finish(arg); }
 
 static void *trampoline(void *arg) {

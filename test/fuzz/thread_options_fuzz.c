@@ -1,6 +1,6 @@
 /*
  * test/fuzz/thread_options_fuzz.c: fuzz target for the validation of vmt_thread_options_t
- * (runtime/options.c) and the kernel-name cut (vmt_os_native_name). The input encodes one
+ * (runtime/thread/options.c) and the kernel-name cut (vmt_os_native_name). The input encodes one
  * options struct:
  *   byte 0..3   flags (little endian; unknown bits included)
  *   byte 4      priority (signed)
