@@ -53,17 +53,15 @@ install -m 0755 jvm/libvmthread_jni_test.so "$lib/"
 version=$(sed -n 's/^#define VMTHREAD_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$/\2/p' \
   include/vmthread/common.h | paste -sd.)
 
-# libvmthread.so.0 needs libjemalloc.so.2, and Debian's jemalloc uses initial-exec TLS (2632
-# bytes; `readelf -l` shows its TLS segment): loaded by dlopen into a running JVM, glibc has no
-# static TLS left for it ("cannot allocate memory in static TLS block"). A Java host does one
-# of two things (docs/embedding.md), and the tests run both ways:
-#   preload   LD_PRELOAD=libjemalloc.so.2: jemalloc is the JVM's allocator too, so the
-#             per-thread allocated-bytes counters are supported;
-#   tunable   GLIBC_TUNABLES=glibc.rtld.optional_static_tls=4096: room for jemalloc's TLS;
-#             malloc stays glibc's, so allocated bytes are unsupported (UnsupportedOperation).
+# The JVM is started with no environment at all (env -i): System.loadLibrary must work in a
+# stock JVM (the library has no DT_NEEDED on jemalloc, whose initial-exec TLS does not fit in
+# a running JVM). Two runs:
+#   noenv     nothing: malloc is glibc's, so allocated bytes are unsupported;
+#   jemalloc  LD_PRELOAD=libjemalloc.so.2: jemalloc is the JVM's allocator, and the runtime
+#             finds its mallctl, so the per-thread allocated-bytes counters are supported.
 so=$lib/libvmthread.so.$(sed -n 's/^#define VMTHREAD_VERSION_MAJOR \([0-9]*\)$/\1/p' include/vmthread/common.h)
 resolved() { ldd "$so" | sed -n "s/.*$1\\.so\\.[0-9]* => \\([^ ]*\\).*/\\1/p"; }
-jemalloc=$(resolved libjemalloc)
+jemalloc=$(/sbin/ldconfig -p | awk '$1 == "libjemalloc.so.2" {print $NF; exit}')
 
 passed=0 failed=0
 run_jvm() {  # run_jvm MODE ENV...
@@ -71,7 +69,7 @@ run_jvm() {  # run_jvm MODE ENV...
   shift
   # -Xcheck:jni makes the JVM validate every JNI call the natives make; its complaints are
   # warnings, which count as failures here. -XX:-UsePerfData: no hsperfdata files in /tmp.
-  out=$(env "$@" "$java_home/bin/java" -Xcheck:jni -XX:-UsePerfData \
+  out=$(env -i "$@" "$java_home/bin/java" -Xcheck:jni -XX:-UsePerfData \
     -Djava.library.path="$lib" -Dvmthread.expected.version="$version" \
     -cp "$jar":jvm/vmthread-tests.jar io.vmthread.test.Main 2>&1)
   rc=$?
@@ -90,20 +88,22 @@ run_jvm() {  # run_jvm MODE ENV...
   fi
 }
 
-if [ -z "$jemalloc" ]; then
-  echo "FAIL: libvmthread.so does not resolve libjemalloc"
-  failed=$((failed + 1))
-elif [ "$sanitizer" = asan ]; then
+if [ "$sanitizer" = asan ]; then
   # The ASan-built library in an uninstrumented JVM: the sanitizer runtimes must come first
-  # in the process, so they are preloaded (with jemalloc, for its TLS; ASan's malloc still
-  # wins). HotSpot handles SIGSEGV itself (implicit null checks, safepoint polls), so ASan
-  # must leave that signal alone; leak checking is off because the JVM never frees its own
-  # allocations at exit, and those reports would bury any of ours.
-  run_jvm asan LD_PRELOAD="$(resolved libasan):$(resolved libubsan):$jemalloc" \
+  # in the process, so they are preloaded. HotSpot handles SIGSEGV itself (implicit null
+  # checks, safepoint polls), so ASan must leave that signal alone; leak checking is off
+  # because the JVM never frees its own allocations at exit, and those reports would bury any
+  # of ours.
+  run_jvm asan LD_PRELOAD="$(resolved libasan):$(resolved libubsan)" \
     ASAN_OPTIONS=handle_segv=0:allow_user_segv_handler=1:detect_leaks=0:abort_on_error=1
 else
-  run_jvm preload LD_PRELOAD="$jemalloc"
-  run_jvm tunable GLIBC_TUNABLES=glibc.rtld.optional_static_tls=4096
+  run_jvm noenv
+  if [ -n "$jemalloc" ]; then
+    run_jvm jemalloc LD_PRELOAD="$jemalloc"
+  else
+    echo "FAIL: no libjemalloc.so.2 found by ldconfig (scripts/install-deps installs it)"
+    failed=$((failed + 1))
+  fi
 fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

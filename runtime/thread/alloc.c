@@ -4,8 +4,15 @@
  * allocation, in the thread's own TLS). Its twin "thread.deallocatedp" is not used: no
  * ThreadMXBean figure needs freed bytes.
  *
+ * The library does not link jemalloc (no DT_NEEDED): Debian's jemalloc has 2632 bytes of
+ * initial-exec TLS, more than glibc's static TLS surplus has left in a running JVM, so a
+ * libvmthread.so.0 that needed it could not be dlopen'ed there ("cannot allocate memory in
+ * static TLS block"). mallctl is looked up at run time in the process's global scope instead
+ * (dlsym(RTLD_DEFAULT)): it is found when jemalloc is the process's allocator, because the
+ * executable links it (this project's tests and benchmarks do) or LD_PRELOAD names it.
+ *
  * Support is decided at run time, once: mallctl must resolve and answer, and the counter must
- * move after a malloc. Linking jemalloc is not enough: under ASan/TSan the sanitizer's malloc
+ * move after a malloc. Finding jemalloc is not enough: under ASan/TSan the sanitizer's malloc
  * wins, mallctl still answers, and the counter never moves (FACTS.md).
  *
  * A new thread finds its counters without calling jemalloc. Asking mallctl makes jemalloc set
@@ -29,15 +36,19 @@
  * are written by jemalloc with plain stores: they are read with atomic relaxed loads, without
  * which gcc keeps a stale value across a malloc call (seen here, FACTS.md).
  */
+#include <dlfcn.h>
 #include <errno.h>
-#include <jemalloc/jemalloc.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "runtime/thread/thread_impl.h"
 
+typedef int (*mallctl_fn)(const char *name, void *oldp, size_t *oldlenp, void *newp,
+                          size_t newlen);
+
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+static mallctl_fn mallctl_of_process;  /* jemalloc's, if the process has one; set by probe() */
 static bool supported;
 static _Atomic int64_t exited_total;
 
@@ -53,7 +64,9 @@ static int counter_pointer(const uint64_t **allocated) {
   if (err) return err;
   size_t sz = sizeof(*allocated);
   uint64_t *a = NULL;
-  if (mallctl("thread.allocatedp", &a, &sz, NULL, 0) != 0 || a == NULL) return -ENOTSUP;
+  if (mallctl_of_process == NULL ||
+      mallctl_of_process("thread.allocatedp", &a, &sz, NULL, 0) != 0 || a == NULL)
+    return -ENOTSUP;
   *allocated = a;
   return 0;
 }
@@ -69,6 +82,13 @@ static void *check_offsets(void *arg) {
 }
 
 static void probe(void) {
+  /* POSIX gives dlsym's result as void *; converting it to a function pointer is what
+   * dlsym(3) documents (through a union, which -Wpedantic accepts). */
+  union {
+    void *object;
+    mallctl_fn fn;
+  } sym = {.object = dlsym(RTLD_DEFAULT, "mallctl")};
+  mallctl_of_process = sym.fn;
   const uint64_t *a;
   if (counter_pointer(&a) != 0) return;
   uint64_t before = read_counter(a);
