@@ -1,9 +1,11 @@
 /*
  * test/mx_sigquit_linux_test.c: the opt-in SIGQUIT dump (kill -3). Enabling installs a handler
- * and starts one internal dump thread that is neither counted nor listed; a SIGQUIT makes it
- * write a dump to the chosen stream; disabling restores the disposition found at enable and
- * stops the thread. Linux-specific: the dump thread is seen through /proc/self/task, the only
- * place an internal thread shows up.
+ * and starts one internal dump thread that is neither counted nor listed and takes no thread
+ * id; a SIGQUIT makes it write a dump to the chosen stream and then runs the handler that was
+ * installed before (a JVM's attach mechanism lives there), with its siginfo; SIG_DFL is not
+ * chained (the process survives); disabling restores the disposition found at enable and stops
+ * the thread. Linux-specific: the dump thread is seen through /proc/self/task, the only place
+ * an internal thread shows up.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -34,6 +36,22 @@ static volatile sig_atomic_t previous_handler_calls;
 static void previous_handler(int sig) {
   (void)sig;
   previous_handler_calls++;
+}
+
+/* An SA_SIGINFO handler, as HotSpot installs for SIGQUIT: it must get the sender's siginfo. */
+static volatile sig_atomic_t siginfo_calls;
+static volatile sig_atomic_t siginfo_from_self;
+static void previous_siginfo_handler(int sig, siginfo_t *info, void *context) {
+  (void)context;
+  siginfo_from_self = sig == SIGQUIT && info != NULL && info->si_signo == SIGQUIT &&
+                      info->si_pid == getpid();
+  siginfo_calls++;
+}
+
+/* Polls (10 s deadline for a hung test, not a timing check) until *calls reaches n. */
+static bool await_calls(volatile sig_atomic_t *calls, int n) {
+  for (int i = 0; i < 10000 && *calls < n; i++) sleep_ms(1);
+  return *calls >= n;
 }
 
 /* The dump thread writes through its own FILE; the test reads the file by name, so the two
@@ -129,18 +147,20 @@ static void sigquit_dump_round_trip(void **state) {
   assert_non_null(strstr(s, "\"visible worker\" #"));
   assert_null(strstr(s, "vmt-sigquit"));
   free(s);
-  assert_int_equal(previous_handler_calls, 0);
+  /* The host's handler still runs, after ours, once per signal. */
+  assert_true(await_calls(&previous_handler_calls, 1));
   /* A later signal gives another dump. */
   assert_int_equal(kill(getpid(), SIGQUIT), 0);
   assert_true(await_dumps(2));
+  assert_true(await_calls(&previous_handler_calls, 2));
 
   assert_int_equal(vmt_mx_disable_sigquit_dump(), 0);
   assert_int_equal(sigaction(SIGQUIT, NULL, &seen), 0);
   assert_ptr_equal(seen.sa_handler, previous_handler);
   assert_true(await_os_threads(os_before));
   assert_int_equal(kill(getpid(), SIGQUIT), 0);
-  for (int i = 0; i < 1000 && previous_handler_calls == 0; i++) sleep_ms(1);
-  assert_int_equal(previous_handler_calls, 1);
+  assert_true(await_calls(&previous_handler_calls, 3));
+  assert_int_equal(dumps_written(), 2); /* disabled: the host's handler alone */
   assert_int_equal(vmt_mx_disable_sigquit_dump(), 0); /* not enabled: nothing to do */
 
   /* It can be enabled again (to stderr by default) and disabled again. */
@@ -154,9 +174,82 @@ static void sigquit_dump_round_trip(void **state) {
   signal(SIGQUIT, SIG_DFL);
 }
 
+static FILE *open_dump_file(void) {
+  snprintf(path, sizeof(path), "/tmp/vmt-sigquit-XXXXXX");
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  FILE *out = fdopen(fd, "w");
+  assert_non_null(out);
+  return out;
+}
+
+/* HotSpot's SIGQUIT handler is an SA_SIGINFO one (and jcmd's attach depends on it running):
+ * it is chained with the kernel's siginfo. */
+static void chains_an_sa_siginfo_handler(void **state) {
+  (void)state;
+  struct sigaction host = {0};
+  host.sa_sigaction = previous_siginfo_handler;
+  host.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&host.sa_mask);
+  assert_int_equal(sigaction(SIGQUIT, &host, NULL), 0);
+  FILE *out = open_dump_file();
+  siginfo_calls = 0;
+  assert_int_equal(vmt_mx_enable_sigquit_dump(out), 0);
+  assert_int_equal(kill(getpid(), SIGQUIT), 0);
+  assert_true(await_dumps(1));
+  assert_true(await_calls(&siginfo_calls, 1));
+  assert_true(siginfo_from_self);
+  assert_int_equal(vmt_mx_disable_sigquit_dump(), 0);
+  struct sigaction seen;
+  assert_int_equal(sigaction(SIGQUIT, NULL, &seen), 0);
+  assert_true((seen.sa_flags & SA_SIGINFO) && seen.sa_sigaction == previous_siginfo_handler);
+  fclose(out);
+  unlink(path);
+  signal(SIGQUIT, SIG_DFL);
+}
+
+/* With SIG_DFL before (terminate with a core), the dump replaces it: the process lives on, as a
+ * JVM does on kill -3. SIG_IGN stays ignored once disabled. */
+static void default_and_ignore_are_not_chained(void **state) {
+  (void)state;
+  int dispositions[] = {0, 1};
+  for (int i = 0; i < 2; i++) {
+    signal(SIGQUIT, dispositions[i] ? SIG_IGN : SIG_DFL);
+    FILE *out = open_dump_file();
+    assert_int_equal(vmt_mx_enable_sigquit_dump(out), 0);
+    assert_int_equal(kill(getpid(), SIGQUIT), 0);
+    assert_true(await_dumps(1)); /* and still alive to see it */
+    assert_int_equal(vmt_mx_disable_sigquit_dump(), 0);
+    struct sigaction seen;
+    assert_int_equal(sigaction(SIGQUIT, NULL, &seen), 0);
+    assert_ptr_equal(seen.sa_handler, dispositions[i] ? SIG_IGN : SIG_DFL);
+    fclose(out);
+    unlink(path);
+  }
+  signal(SIGQUIT, SIG_DFL);
+}
+
+/* The dump thread is internal: it takes no thread id, so the threads started around it get
+ * consecutive ids (it took id 1 before, making an application's first thread #2). */
+static void dump_thread_takes_no_thread_id(void **state) {
+  (void)state;
+  gate_t g1, g2;
+  vmt_thread_t *t1 = start_gated(&g1, "before", false);
+  assert_int_equal(vmt_mx_enable_sigquit_dump(NULL), 0);
+  vmt_thread_t *t2 = start_gated(&g2, "after", false);
+  assert_int_equal(vmt_thread_id(t2), vmt_thread_id(t1) + 1);
+  assert_int_equal(vmt_mx_disable_sigquit_dump(), 0);
+  finish_gated(&g2, t2);
+  finish_gated(&g1, t1);
+  signal(SIGQUIT, SIG_DFL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(sigquit_dump_round_trip),
+      cmocka_unit_test(chains_an_sa_siginfo_handler),
+      cmocka_unit_test(default_and_ignore_are_not_chained),
+      cmocka_unit_test(dump_thread_takes_no_thread_id),
   };
   return cmocka_run_group_tests_name("mx_sigquit_linux", tests, NULL, NULL);
 }

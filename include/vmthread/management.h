@@ -183,11 +183,14 @@ VMT_EXPORT int vmt_mx_print_thread_dump(FILE *out);
 /* Into a malloc'ed, NUL-terminated buffer (free()); *len excludes the NUL. -EINVAL, -ENOMEM. */
 VMT_EXPORT int vmt_mx_thread_dump_to_string(char **out, size_t *len);
 /* Opt-in: answer SIGQUIT (kill -3) with a dump to out (stderr if NULL), written by an internal
- * dump thread (not counted, not listed); the handler only wakes it, and signals that arrive
- * while a dump is pending share it. Enable: -EALREADY if enabled, -errno if the pipe, the
- * thread or sigaction fail (nothing is left behind). Disable restores the disposition found at
- * enable, stops the dump thread and closes the pipe; 0 also when it was not enabled, -errno
- * if sigaction fails to restore the disposition (the thread and the pipe are still gone). */
+ * dump thread (not counted, not listed, no thread id); the handler only wakes it, and signals
+ * that arrive while a dump is pending share it. The handler that was installed before (a JVM's:
+ * its attach listener for jcmd and jstack starts from it) still runs after ours on every
+ * signal, with the same siginfo; SIG_DFL is replaced, as in a JVM. Enable: -EALREADY if
+ * enabled, -errno if the pipe, the thread or sigaction fail (nothing is left behind). Disable
+ * restores the disposition found at enable, stops the dump thread and closes the pipe; 0 also
+ * when it was not enabled, -errno if sigaction fails to restore the disposition (the thread and
+ * the pipe are still gone). */
 VMT_EXPORT int vmt_mx_enable_sigquit_dump(FILE *out);
 VMT_EXPORT int vmt_mx_disable_sigquit_dump(void);
 

@@ -5,11 +5,26 @@
  * reading the pipe, writes the dump. Signals that arrive while a dump is pending coalesce into
  * it (the write end is non-blocking; a full pipe means a dump is already due).
  *
+ * Chaining: the host may own SIGQUIT already. A JVM does: HotSpot's handler wakes its Signal
+ * Dispatcher thread, which starts the attach listener that jcmd, jstack and the attach API
+ * connect to (they create .attach_pid<pid>, then send SIGQUIT), or else prints HotSpot's own
+ * thread dump. Replacing that handler broke all three. So the handler found at enable runs
+ * after ours, on every signal, with the siginfo and context the kernel gave us, and the mask
+ * it asked for (ours is installed with its sa_mask). Only a function is chained: SIG_IGN needs
+ * nothing, and SIG_DFL (terminate with a core) is what enabling the dump replaces, as in a JVM.
+ * A previous handler with SA_RESETHAND runs once, as it would have.
+ *
  * DESIGN: disabling must not let a late handler write into a closed (and possibly reused) file
  * descriptor. The handler counts itself in sq_in_handler before it loads the descriptor;
  * disable restores the old disposition, clears the descriptor, then waits for the count to
  * drain. With sequentially consistent atomics, a handler that enters after the drain check
- * loads the cleared descriptor.
+ * loads the cleared descriptor. The chained handler is read the same way; a handler that
+ * started before the restore may still call it, which is what it would have run anyway.
+ *
+ * Fork: the child inherits the disposition and the pipe but not the dump thread, so a SIGQUIT
+ * in the child would fill a pipe nobody reads (and still chain). This state (sq_*) is on the
+ * list of process-wide state that needs a fork rule (docs/design.md, "fork"): until it has one,
+ * a child that wants dumps disables and enables again.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,15 +41,19 @@ static pthread_mutex_t sq_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool sq_enabled;                 /* under sq_lock, like everything below but the atomics */
 static int sq_read_fd = -1;
 static int sq_write_fd_owned = -1;
-static struct sigaction sq_previous;
+static struct sigaction sq_previous;    /* restored at disable */
 static vmt_thread_t *sq_thread;
 static FILE *sq_out;
 static _Atomic int sq_write_fd = -1;    /* what the handler writes to; -1 when disabled */
 static _Atomic int sq_in_handler;
 static _Atomic bool sq_stop;
+/* The previous handler to chain to, NULL for none; what the handler reads (set before our
+ * handler is installed, cleared after it is removed). */
+static void (*_Atomic sq_chain_action)(int, siginfo_t *, void *);
+static void (*_Atomic sq_chain_handler)(int);
+static _Atomic bool sq_chain_once;
 
-static void sq_handler(int sig) {
-  (void)sig;
+static void sq_handler(int sig, siginfo_t *info, void *context) {
   int saved_errno = errno;
   atomic_fetch_add(&sq_in_handler, 1);
   int fd = atomic_load(&sq_write_fd);
@@ -43,8 +62,35 @@ static void sq_handler(int sig) {
     ssize_t r = write(fd, &c, 1);
     (void)r; /* EAGAIN: a dump is already pending */
   }
+  void (*action)(int, siginfo_t *, void *) = atomic_load(&sq_chain_action);
+  void (*handler)(int) = atomic_load(&sq_chain_handler);
+  if ((action || handler) && atomic_load(&sq_chain_once)) {
+    /* SA_RESETHAND: its first signal is its last; only one racing handler may call it. */
+    action = atomic_exchange(&sq_chain_action, NULL);
+    handler = atomic_exchange(&sq_chain_handler, NULL);
+  }
+  errno = saved_errno; /* the chained handler sees the errno of the interrupted code */
+  if (action)
+    action(sig, info, context);
+  else if (handler)
+    handler(sig);
   atomic_fetch_sub(&sq_in_handler, 1);
   errno = saved_errno;
+}
+
+/* What the handler chains to, from the disposition it replaces. */
+static void set_chain(const struct sigaction *previous) {
+  bool info = (previous->sa_flags & SA_SIGINFO) != 0;
+  bool function = info ? previous->sa_sigaction != NULL
+                       : previous->sa_handler != SIG_DFL && previous->sa_handler != SIG_IGN;
+  atomic_store(&sq_chain_once, (previous->sa_flags & SA_RESETHAND) != 0);
+  atomic_store(&sq_chain_action, function && info ? previous->sa_sigaction : NULL);
+  atomic_store(&sq_chain_handler, function && !info ? previous->sa_handler : NULL);
+}
+
+static void clear_chain(void) {
+  atomic_store(&sq_chain_action, NULL);
+  atomic_store(&sq_chain_handler, NULL);
 }
 
 static void *sq_main(void *arg) {
@@ -112,19 +158,32 @@ int vmt_mx_enable_sigquit_dump(FILE *out) {
     close_pipe();
     goto out;
   }
-  atomic_store(&sq_write_fd, sq_write_fd_owned);
-  struct sigaction sa;
-  memset(&sa, 0, sizeof(sa));
-  sa.sa_handler = sq_handler;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  if (sigaction(SIGQUIT, &sa, &sq_previous) != 0) {
+  /* The handler must know what to chain to before it can run: read the disposition, then
+   * install ours and look at what it replaced, in case the host changed it in between. */
+  struct sigaction seen;
+  if (sigaction(SIGQUIT, NULL, &seen) != 0) {
     rc = -errno;
-    atomic_store(&sq_write_fd, -1);
     stop_thread();
     close_pipe();
     goto out;
   }
+  set_chain(&seen);
+  atomic_store(&sq_write_fd, sq_write_fd_owned);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_sigaction = sq_handler;
+  sa.sa_mask = seen.sa_mask;  /* the chained handler runs with the mask it asked for */
+  sa.sa_flags = SA_SIGINFO | SA_RESTART | (seen.sa_flags & SA_ONSTACK);
+  if (sigaction(SIGQUIT, &sa, &sq_previous) != 0) {
+    rc = -errno;
+    atomic_store(&sq_write_fd, -1);
+    clear_chain();
+    stop_thread();
+    close_pipe();
+    goto out;
+  }
+  if (sq_previous.sa_handler != seen.sa_handler || sq_previous.sa_flags != seen.sa_flags)
+    set_chain(&sq_previous);
   sq_enabled = true;
 out:
   pthread_mutex_unlock(&sq_lock);
@@ -139,6 +198,7 @@ int vmt_mx_disable_sigquit_dump(void) {
   }
   int rc = sigaction(SIGQUIT, &sq_previous, NULL) == 0 ? 0 : -errno;
   atomic_store(&sq_write_fd, -1);
+  clear_chain();
   while (atomic_load(&sq_in_handler) != 0) sched_yield();
   stop_thread();
   close_pipe();

@@ -34,6 +34,11 @@ static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static vmt_thread_t *pool_free;
 static size_t pool_free_count;
 static _Atomic int64_t next_id = 1;
+/* Internal threads (the SIGQUIT dump thread) count down from -1: they must not use up an id
+ * that management shows (Java's ids are the application's threads', and a dump enabled before
+ * the first start must not make that thread #2). The registry sorts them first; management
+ * never looks an id <= 0 up (-EINVAL), so they cannot be found by id either. */
+static _Atomic int64_t next_internal_id = -1;
 
 vmt_thread_t *vmt__record_alloc(void) {
   if (vmt__fault_hit(VMT__FAULT_ALLOC) != 0) return NULL;
@@ -70,7 +75,9 @@ size_t vmt__record_pool_free_count(void) {
 }
 
 int vmt__record_init(vmt_thread_t *t, const vmt__thread_opts_t *o, vmt__thread_kind_t kind) {
-  t->id = atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed);
+  t->id = kind == VMT__KIND_INTERNAL
+              ? atomic_fetch_sub_explicit(&next_internal_id, 1, memory_order_relaxed)
+              : atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed);
   t->kind = kind;
   t->daemon = o->daemon;
   t->priority = o->priority;
