@@ -362,6 +362,110 @@ static void registered_walker_supplies_frames(void **state) {
   gate_destroy(&g);
 }
 
+/* A walker that knows its frames' lock records: frame 2 entered "first", frames 0 and 1 both
+ * hold "second" (re-entered one frame down); it also tries reports the runtime must refuse. */
+typedef struct lock_walk {
+  holder_t *h;
+  int rc_outside_frame, rc_null, rc_dead;
+} lock_walk_t;
+
+static int locking_walker(vmt_thread_t *t, vmt_stack_frame_t *frames, int32_t max, void *arg) {
+  lock_walk_t *w = arg;
+  (void)t;
+  static const char *names[] = {"vm.Inner.run", "vm.Middle.run", "vm.Outer.run"};
+  int n = max < 3 ? max : 3;
+  for (int i = 0; i < n; i++)
+    frames[i] = (vmt_stack_frame_t){(char *)names[i], (char *)"Vm.java", 10 + i, 0};
+  if (n == 3) vmt_mx_frame_holds_monitor(2, w->h->m1);
+  vmt_mx_frame_holds_monitor(0, w->h->m2);
+  if (n >= 2) vmt_mx_frame_holds_monitor(1, w->h->m2);
+  w->rc_outside_frame = vmt_mx_frame_holds_monitor(max, w->h->m1);
+  w->rc_null = vmt_mx_frame_holds_monitor(0, NULL);
+  w->rc_dead = vmt_mx_frame_holds_monitor(0, (vmt_monitor_t *)w->h->s1); /* not a monitor */
+  return n;
+}
+
+static int32_t depth_of(const vmt_thread_info_t *ti, vmt_monitor_t *m) {
+  char name[300];
+  vmt_monitor_describe(m, name, sizeof(name));
+  for (size_t i = 0; i < ti->locked_monitor_count; i++)
+    if (strcmp(ti->locked_monitors[i].lock.name, name) == 0)
+      return ti->locked_monitors[i].stack_depth;
+  return -100; /* not held */
+}
+
+/* MonitorInfo's lockedStackDepth (ThreadInfo.toString and jstack print each held lock under
+ * the frame that took it): the frame the walker names, the outermost of several, else 0 when
+ * there are frames, else -1. */
+static void walker_reports_the_frames_that_hold_monitors(void **state) {
+  (void)state;
+  assert_int_equal(vmt_mx_frame_holds_monitor(0, NULL), -EPERM); /* not in a walker */
+  holder_t h;
+  gate_init(&h.gate);
+  assert_int_equal(vmt_monitor_create(&h.m1, "first"), 0);
+  assert_int_equal(vmt_monitor_create(&h.m2, "second"), 0);
+  assert_int_equal(vmt_sync_create(&h.s1, "sync"), 0);
+  vmt_thread_t *t = start_named("holder", false, hold_locks, &h);
+  gate_await(&h.gate, 1);
+  int64_t id = vmt_thread_id(t);
+  vmt_thread_info_t **arr;
+
+  /* No walker: another thread has no frames, so no depth is known. */
+  assert_int_equal(vmt_mx_get_thread_info_array(&id, 1, true, false, VMT_MX_MAX_DEPTH_ALL, &arr),
+                   0);
+  assert_int_equal(arr[0]->frame_count, 0);
+  assert_int_equal(depth_of(arr[0], h.m1), -1);
+  assert_int_equal(depth_of(arr[0], h.m2), -1);
+  vmt_mx_thread_info_array_free(arr, 1);
+
+  lock_walk_t w = {.h = &h};
+  vmt_mx_set_stack_walker(locking_walker, &w);
+  assert_int_equal(vmt_mx_get_thread_info_array(&id, 1, true, true, VMT_MX_MAX_DEPTH_ALL, &arr),
+                   0);
+  assert_int_equal(arr[0]->frame_count, 3);
+  assert_int_equal(depth_of(arr[0], h.m1), 2);
+  assert_int_equal(depth_of(arr[0], h.m2), 1); /* reported at 0 and 1: the outermost */
+  assert_int_equal(arr[0]->locked_synchronizer_count, 1);
+  vmt_mx_thread_info_array_free(arr, 1);
+  assert_int_equal(w.rc_outside_frame, -EINVAL);
+  assert_int_equal(w.rc_null, -EINVAL);
+  assert_int_equal(w.rc_dead, -EINVAL);
+
+  /* Cut to 2 frames: "first" was reported for no frame that is returned, so it falls back to
+   * the top frame; "second" keeps frame 1. */
+  assert_int_equal(vmt_mx_get_thread_info_array(&id, 1, true, false, 2, &arr), 0);
+  assert_int_equal(arr[0]->frame_count, 2);
+  assert_int_equal(depth_of(arr[0], h.m1), 0);
+  assert_int_equal(depth_of(arr[0], h.m2), 1);
+  vmt_mx_thread_info_array_free(arr, 1);
+  vmt_mx_set_stack_walker(NULL, NULL);
+
+  /* The calling thread without a walker: its native frames, and the top one holds what it
+   * holds. */
+  vmt_thread_t *me;
+  assert_int_equal(vmt_thread_attach(NULL, &me), 0);
+  vmt_monitor_t *mine;
+  assert_int_equal(vmt_monitor_create(&mine, "mine"), 0);
+  assert_int_equal(vmt_monitor_enter(mine), 0);
+  int64_t self = vmt_thread_id(me);
+  assert_int_equal(
+      vmt_mx_get_thread_info_array(&self, 1, true, false, VMT_MX_MAX_DEPTH_ALL, &arr), 0);
+  assert_true(arr[0]->frame_count > 0);
+  assert_int_equal(depth_of(arr[0], mine), 0);
+  vmt_mx_thread_info_array_free(arr, 1);
+  assert_int_equal(vmt_monitor_exit(mine), 0);
+  assert_int_equal(vmt_monitor_destroy(mine), 0);
+  assert_int_equal(vmt_thread_detach(), 0);
+
+  gate_open(&h.gate);
+  vmt_thread_join(t, NULL);
+  vmt_thread_release(t);
+  vmt_monitor_destroy(h.m1);
+  vmt_monitor_destroy(h.m2);
+  vmt_sync_destroy(h.s1);
+  gate_destroy(&h.gate);
+}
+
 static void dump_all_lists_every_live_thread(void **state) {
   (void)state;
   gate_t g;
@@ -402,6 +506,7 @@ int main(void) {
       cmocka_unit_test(own_native_frames_and_max_depth),
       cmocka_unit_test(other_threads_have_no_native_frames),
       cmocka_unit_test(registered_walker_supplies_frames),
+      cmocka_unit_test(walker_reports_the_frames_that_hold_monitors),
       cmocka_unit_test(dump_all_lists_every_live_thread),
   };
   return cmocka_run_group_tests_name("mx_info", tests, NULL, NULL);

@@ -21,6 +21,7 @@
 #include <stdio.h>
 
 #include "vmthread/common.h"
+#include "vmthread/monitor.h"
 #include "vmthread/thread.h"
 
 VMT_EXTERN_C_BEGIN
@@ -46,7 +47,9 @@ typedef struct vmt_lock_info {
 
 typedef struct vmt_monitor_info {
   vmt_lock_info_t lock;
-  int32_t stack_depth;     /* depth (frame index) at which it was entered, -1 if unknown */
+  /* Index of the frame that entered it (Java's lockedStackDepth): the one the walker named
+   * (vmt_mx_frame_holds_monitor), else 0 (the top frame) when there are frames, else -1. */
+  int32_t stack_depth;
 } vmt_monitor_info_t;
 
 typedef struct vmt_stack_frame {
@@ -126,6 +129,16 @@ VMT_EXPORT void vmt_mx_thread_info_array_free(vmt_thread_info_t **infos, size_t 
 typedef int (*vmt_mx_stack_walker_fn)(vmt_thread_t *t, vmt_stack_frame_t *frames, int32_t max,
                                       void *ctx);
 VMT_EXPORT void vmt_mx_set_stack_walker(vmt_mx_stack_walker_fn walker, void *ctx);
+/*
+ * For a walker, while it fills frames: frame `frame` (an index into the frames of this call,
+ * innermost 0) holds `monitor`, entered there, as HotSpot's frames report their lock records.
+ * ThreadInfo's locked monitors then carry that frame as their stack depth (a monitor reported
+ * by several frames, re-entered deeper down, gets the outermost); a held monitor no frame
+ * reports gets frame 0. Optional: nothing is recorded when monitors are entered, so the VM
+ * says what its frames know. Errors: -EPERM outside a walker call on this thread, -EINVAL for
+ * a frame outside [0, max) or a monitor that is NULL or destroyed, -ENOMEM.
+ */
+VMT_EXPORT int vmt_mx_frame_holds_monitor(int32_t frame, const vmt_monitor_t *monitor);
 
 /* ---- CPU time -------------------------------------------------------------------------- *
  * Times are ns, or -1 for an unknown, not started or terminated thread and while measurement

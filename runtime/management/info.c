@@ -90,14 +90,35 @@ static int copy_held(const vmt__thread_lock_info_t *li, bool monitors, bool sync
       rc = copy_lock(d, &info->locked_synchronizers[info->locked_synchronizer_count++]);
     } else if (!d->is_sync && monitors) {
       vmt_monitor_info_t *m = &info->locked_monitors[info->locked_monitor_count++];
-      /* The monitor module knows the nesting order of held locks, not the frame that took
-       * each one: the frame index Java reports is unknown here. */
-      m->stack_depth = -1;
+      m->stack_depth = -1;  /* until the frames are known (locked_depths) */
       rc = copy_lock(d, &m->lock);
     }
     if (rc) return rc;
   }
   return 0;
+}
+
+/*
+ * The frame that entered each locked monitor (Java's MonitorInfo.getLockedStackDepth). The
+ * monitor module knows the nesting order of held locks, not frames; the walker may tell
+ * (vmt_mx_frame_holds_monitor), and a monitor reported by several frames (re-entered deeper
+ * down) was entered by the outermost of them. A monitor no frame reports is given frame 0 of
+ * the walked stack, so that tools which print locks under frames (ThreadInfo.toString, jstack
+ * layouts) still show who holds it; with no frames at all it stays -1 (unknown).
+ */
+static void locked_depths(vmt_thread_info_t *info, const vmt__mx_frame_lock_t *locks,
+                          size_t nlocks) {
+  for (size_t i = 0; i < info->locked_monitor_count; i++) {
+    vmt_monitor_info_t *m = &info->locked_monitors[i];
+    int32_t depth = info->frame_count > 0 ? 0 : -1;
+    bool reported = false;
+    for (size_t k = 0; k < nlocks; k++) {
+      if (locks[k].identity != m->lock.identity_hash) continue;
+      if (!reported || locks[k].frame > depth) depth = locks[k].frame;
+      reported = true;
+    }
+    m->stack_depth = depth;
+  }
 }
 
 int vmt__mx_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, bool locked_monitors,
@@ -140,8 +161,13 @@ int vmt__mx_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, bool locke
     if (!rc) rc = owner_of(snap, li.lock_owner_id, info);
   }
   if (!rc) rc = copy_held(&li, locked_monitors, locked_synchronizers, info);
+  vmt__mx_frame_lock_t *locks = NULL;
+  size_t nlocks = 0;
   if (!rc)
-    rc = vmt__mx_capture_frames(t, max_depth, caller_pc, &info->frames, &info->frame_count);
+    rc = vmt__mx_capture_frames(t, max_depth, caller_pc, &info->frames, &info->frame_count,
+                                locked_monitors ? &locks : NULL, &nlocks);
+  if (!rc) locked_depths(info, locks, nlocks);
+  free(locks);
   free(li.held);
   if (rc) {
     vmt_mx_thread_info_free(info);

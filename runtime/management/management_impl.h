@@ -99,10 +99,17 @@ void vmt__mx_thread_user_and_cpu_ns(vmt_thread_t *t, int64_t *user, int64_t *cpu
  * whose strings are malloc'ed too (free with vmt__mx_frames_free). With a registered walker the
  * walker's frames; else, for the calling thread, its native frames above caller_pc (the return
  * address into the application of the public call, so the runtime's own frames are not shown);
- * else none. 0 or -ENOMEM.
+ * else none. When locks is not NULL, *locks gets what the walker reported with
+ * vmt_mx_frame_holds_monitor (malloc'ed, free(); NULL and 0 when nothing), each report naming a
+ * frame that was returned. 0 or -ENOMEM.
  */
+typedef struct vmt__mx_frame_lock {
+  int32_t identity;   /* the monitor's (vmt__lock_desc_t.identity) */
+  int32_t frame;      /* index into the captured frames */
+} vmt__mx_frame_lock_t;
 int vmt__mx_capture_frames(vmt_thread_t *t, int32_t max_depth, const void *caller_pc,
-                           vmt_stack_frame_t **frames, size_t *count);
+                           vmt_stack_frame_t **frames, size_t *count, vmt__mx_frame_lock_t **locks,
+                           size_t *lock_count);
 void vmt__mx_frames_free(vmt_stack_frame_t *frames, size_t count);
 
 /* ThreadInfo of a protected thread (info.c): *out NULL if t is not listed. 0 or -ENOMEM. */

@@ -6,6 +6,12 @@
  *
  * The walker is read under a reader-writer lock held across the call, so replacing it waits
  * for calls in progress and the VM may free the old walker's context once the setter returns.
+ *
+ * Held monitors and frames: HotSpot finds the frame that locked each monitor by asking every
+ * frame for its lock records (javaVFrame::locked_monitors). Here the walker may do the same
+ * while it fills frames, with vmt_mx_frame_holds_monitor(frame, monitor); the reports of a
+ * walk live in the querying thread's current walk (a thread-local pointer, set only during the
+ * walker call). Nothing is recorded at monitor enter, so the uncontended path costs the same.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -34,6 +40,36 @@
 static pthread_rwlock_t walker_lock = PTHREAD_RWLOCK_INITIALIZER;
 static vmt_mx_stack_walker_fn walker;
 static void *walker_ctx;
+
+/* The reports of the walker call in progress on this thread. Not initial-exec: it is touched
+ * once per walker call, and the model the library's hot variables need is no use here. */
+typedef struct walk_reports {
+  vmt__mx_frame_lock_t *items;
+  size_t count, cap;
+  int32_t max;      /* frames the walker was offered */
+  int err;          /* the first allocation failure */
+} walk_reports_t;
+static _Thread_local walk_reports_t *current_walk;
+
+int vmt_mx_frame_holds_monitor(int32_t frame, const vmt_monitor_t *monitor) {
+  walk_reports_t *w = current_walk;
+  if (w == NULL) return -EPERM;
+  int32_t identity = vmt__monitor_identity(monitor);
+  if (frame < 0 || frame >= w->max || identity == 0) return -EINVAL;
+  if (w->count == w->cap) {
+    size_t cap = w->cap ? 2 * w->cap : 8;
+    vmt__mx_frame_lock_t *bigger =
+        vmt__fault_hit(VMT__FAULT_ALLOC) ? NULL : realloc(w->items, cap * sizeof(*bigger));
+    if (bigger == NULL) {
+      if (w->err == 0) w->err = -ENOMEM;
+      return -ENOMEM;
+    }
+    w->items = bigger;
+    w->cap = cap;
+  }
+  w->items[w->count++] = (vmt__mx_frame_lock_t){.identity = identity, .frame = frame};
+  return 0;
+}
 
 void vmt_mx_set_stack_walker(vmt_mx_stack_walker_fn fn, void *ctx) {
   pthread_rwlock_wrlock(&walker_lock);
@@ -73,13 +109,20 @@ static int copy_frames(const vmt_stack_frame_t *src, size_t n, vmt_stack_frame_t
 }
 
 static int walk_with(vmt_mx_stack_walker_fn fn, void *ctx, vmt_thread_t *t, int32_t max_depth,
-                     vmt_stack_frame_t **frames, size_t *count) {
+                     vmt_stack_frame_t **frames, size_t *count, walk_reports_t *reports) {
   int32_t limit = max_depth < FRAMES_CAP ? max_depth : FRAMES_CAP;
   int32_t cap = limit < WALK_FIRST_TRY ? limit : WALK_FIRST_TRY;
   for (;;) {
     vmt_stack_frame_t *buf = vmt__mx_calloc((size_t)cap, sizeof(*buf));
     if (!buf) return -ENOMEM;
+    /* Each call starts over: what an earlier, too small walk reported is stale. */
+    reports->count = 0;
+    reports->max = cap;
+    reports->err = 0;
+    walk_reports_t *outer = current_walk;
+    current_walk = reports;
     int n = fn(t, buf, cap, ctx);
+    current_walk = outer;
     if (n == cap && cap < limit) {
       /* The stack may be deeper than the buffer: ask again with room for more. */
       free(buf);
@@ -90,7 +133,12 @@ static int walk_with(vmt_mx_stack_walker_fn fn, void *ctx, vmt_thread_t *t, int3
      * thread's missing trace must not fail a whole dump. */
     if (n < 0) n = 0;
     if (n > cap) n = cap;
-    int rc = copy_frames(buf, (size_t)n, frames, count);
+    /* Reports about frames the walker did not return name no frame. */
+    size_t kept = 0;
+    for (size_t i = 0; i < reports->count; i++)
+      if (reports->items[i].frame < n) reports->items[kept++] = reports->items[i];
+    reports->count = kept;
+    int rc = reports->err ? reports->err : copy_frames(buf, (size_t)n, frames, count);
     free(buf);
     return rc;
   }
@@ -155,16 +203,26 @@ static int native_frames(int32_t max_depth, const void *caller_pc, vmt_stack_fra
 #endif
 
 int vmt__mx_capture_frames(vmt_thread_t *t, int32_t max_depth, const void *caller_pc,
-                           vmt_stack_frame_t **frames, size_t *count) {
+                           vmt_stack_frame_t **frames, size_t *count, vmt__mx_frame_lock_t **locks,
+                           size_t *lock_count) {
   *frames = NULL;
   *count = 0;
+  if (locks) *locks = NULL;
+  if (lock_count) *lock_count = 0;
   if (max_depth <= 0) return 0;
   int rc = 0;
+  walk_reports_t reports = {0};
   pthread_rwlock_rdlock(&walker_lock);
   if (walker)
-    rc = walk_with(walker, walker_ctx, t, max_depth, frames, count);
+    rc = walk_with(walker, walker_ctx, t, max_depth, frames, count, &reports);
   else if (t == vmt_thread_current())
     rc = native_frames(max_depth, caller_pc, frames, count);
   pthread_rwlock_unlock(&walker_lock);
+  if (rc == 0 && locks && lock_count && reports.count > 0) {
+    *locks = reports.items;
+    *lock_count = reports.count;
+  } else {
+    free(reports.items);
+  }
   return rc;
 }

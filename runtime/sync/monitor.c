@@ -110,3 +110,8 @@ int vmt_monitor_get_stats(const vmt_monitor_t *m, vmt_monitor_stats_t *out) {
   if (snap != NULL) vmt__registry_release(snap);
   return 0;
 }
+
+int32_t vmt__monitor_identity(const vmt_monitor_t *m) {
+  struct vmt__lock *l = as_lock(m);
+  return l ? atomic_load_explicit(&l->identity, memory_order_acquire) : 0;
+}

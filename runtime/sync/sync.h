@@ -59,6 +59,8 @@ int vmt__thread_lock_info(struct vmt_thread *t, bool want_held, vmt__thread_lock
  * (NULL when none). */
 int vmt__find_deadlocks(bool include_syncs, int64_t **ids, size_t *count);
 bool vmt__contention_monitoring_enabled(void);
+/* The identity a live monitor shows (vmt__lock_desc_t.identity), 0 if m is none. */
+int32_t vmt__monitor_identity(const struct vmt_monitor *m);
 /* Enabling resets all threads' blocked/waited times (Java semantics). */
 void vmt__set_contention_monitoring(bool enable);
 
