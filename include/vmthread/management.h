@@ -195,6 +195,12 @@ VMT_EXPORT int vmt_mx_get_total_thread_allocated_bytes(int64_t *bytes);
 VMT_EXPORT int vmt_mx_print_thread_dump(FILE *out);
 /* Into a malloc'ed, NUL-terminated buffer (free()); *len excludes the NUL. -EINVAL, -ENOMEM. */
 VMT_EXPORT int vmt_mx_thread_dump_to_string(char **out, size_t *len);
+/* The same threads as JSON, in the layout of `jcmd Thread.dump_to_file -format=json` (JDK 21+:
+ * threadDump, threadContainers, threads with tid, name, state, stack, monitorsOwned), plus
+ * vmthread's category, daemon, priority, cpuTimeNs and ownableSynchronizersOwned; schema in
+ * docs/management.md. Always valid UTF-8 JSON. Errors as for the text dump. */
+VMT_EXPORT int vmt_mx_print_thread_dump_json(FILE *out);
+VMT_EXPORT int vmt_mx_thread_dump_json_to_string(char **out, size_t *len);
 /* Opt-in: answer SIGQUIT (kill -3) with a dump to out (stderr if NULL), written by an internal
  * dump thread (not counted, not listed, no thread id); the handler only wakes it, and signals
  * that arrive while a dump is pending share it. The handler that was installed before (a JVM's:

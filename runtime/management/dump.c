@@ -189,7 +189,7 @@ static int print_deadlocks(FILE *out, vmt_thread_info_t **infos, size_t n, const
  * time-zone lock, which fork() does not reset: a dump in a child forked while another thread
  * held it hung (29 of 300 children in the reproduction of docs/reliability.md).
  */
-static void format_utc_now(char *buf, size_t len) {
+void vmt__mx_format_utc_now(char *buf, size_t len, bool iso8601) {
   struct timespec ts;
   if (clock_gettime(CLOCK_REALTIME, &ts) != 0) {
     snprintf(buf, len, "(no time)");
@@ -211,8 +211,9 @@ static void format_utc_now(char *buf, size_t len) {
   int64_t day = doy - (153 * mp + 2) / 5 + 1;
   int64_t month = mp < 10 ? mp + 3 : mp - 9;
   int64_t year = yoe + era * 400 + (month <= 2);
-  snprintf(buf, len, "%04lld-%02lld-%02lld %02lld:%02lld:%02lld UTC", (long long)year,
-           (long long)month, (long long)day, (long long)(rem / 3600),
+  snprintf(buf, len, iso8601 ? "%04lld-%02lld-%02lldT%02lld:%02lld:%02lldZ"
+                             : "%04lld-%02lld-%02lld %02lld:%02lld:%02lld UTC",
+           (long long)year, (long long)month, (long long)day, (long long)(rem / 3600),
            (long long)(rem % 3600 / 60), (long long)(rem % 60));
 }
 
@@ -232,7 +233,7 @@ int vmt__mx_write_dump(FILE *out, const void *caller_pc) {
   /* Room for any int64 year: gcc -O2 checks snprintf against the widest value
    * (-Werror=format-truncation), and the opt build of the benchmarks fails otherwise. */
   char when[128];
-  format_utc_now(when, sizeof(when));
+  vmt__mx_format_utc_now(when, sizeof(when), false);
   fprintf(out, "%s\nFull thread dump vmthread %s (%zu threads):\n\n", when, vmt_version(), n);
   for (size_t i = 0; i < n; i++) print_thread(out, infos[i]);
   rc = print_deadlocks(out, infos, n, dl, ndl);
@@ -248,14 +249,14 @@ __attribute__((noinline)) int vmt_mx_print_thread_dump(FILE *out) {
   return vmt__mx_write_dump(out, VMT__MX_CALLER_PC());
 }
 
-__attribute__((noinline)) int vmt_mx_thread_dump_to_string(char **out, size_t *len) {
+int vmt__mx_dump_to_string(vmt__mx_dump_writer_fn write_dump, const void *caller_pc, char **out,
+                           size_t *len) {
   if (!out || !len) return -EINVAL;
-  const void *caller_pc = VMT__MX_CALLER_PC();
   char *buf = NULL;
   size_t size = 0;
   FILE *f = vmt__fault_hit(VMT__FAULT_ALLOC) ? NULL : open_memstream(&buf, &size);
   if (!f) return -ENOMEM;
-  int rc = vmt__mx_write_dump(f, caller_pc);
+  int rc = write_dump(f, caller_pc);
   /* open_memstream reports a failed buffer growth as a write error: -EIO becomes -ENOMEM. */
   if (fclose(f) != 0 && rc == 0) rc = -ENOMEM;
   if (rc == -EIO) rc = -ENOMEM;
@@ -266,4 +267,8 @@ __attribute__((noinline)) int vmt_mx_thread_dump_to_string(char **out, size_t *l
   *out = buf;
   *len = size;
   return 0;
+}
+
+__attribute__((noinline)) int vmt_mx_thread_dump_to_string(char **out, size_t *len) {
+  return vmt__mx_dump_to_string(vmt__mx_write_dump, VMT__MX_CALLER_PC(), out, len);
 }

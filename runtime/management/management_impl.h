@@ -120,8 +120,17 @@ int vmt__mx_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, bool locke
 int vmt__mx_dump_all(bool locked_monitors, bool locked_synchronizers, int32_t max_depth,
                      const void *caller_pc, vmt_thread_info_t ***out, size_t *count);
 
-/* The jstack-style text dump (dump.c) to a stream; 0 or -errno. */
+/* The jstack-style text dump (dump.c) and the JSON dump (dump_json.c) to a stream; 0 or
+ * -errno (-EIO for a stream error). */
 int vmt__mx_write_dump(FILE *out, const void *caller_pc);
+int vmt__mx_write_dump_json(FILE *out, const void *caller_pc);
+/* Either dump into a malloc'ed, NUL-terminated string (the *_to_string calls). */
+typedef int (*vmt__mx_dump_writer_fn)(FILE *out, const void *caller_pc);
+int vmt__mx_dump_to_string(vmt__mx_dump_writer_fn write_dump, const void *caller_pc, char **out,
+                           size_t *len);
+/* Now, UTC: "2026-12-01 03:01:12 UTC", or ISO 8601 "2026-12-01T03:01:12Z". Takes no lock
+ * (safe in a fork child). */
+void vmt__mx_format_utc_now(char *buf, size_t len, bool iso8601);
 
 /* The application's return address of the public call that is running (see capture). */
 #define VMT__MX_CALLER_PC() __builtin_extract_return_addr(__builtin_return_address(0))
