@@ -125,4 +125,15 @@ void vmt_os_native_name(const char *full, char os_name[16]);
 /* Sets the calling thread's kernel name. 0 or -errno. */
 int vmt_os_set_native_name(const char *os_name);
 
+/* ---- Copies of the runtime in this process ---------------------------------------------- *
+ * A process can hold more than one copy of the runtime: libvmthread.so.0 and any object that
+ * linked libvmthread.a, each with its own registry that sees only its own threads. Each copy
+ * carries a marker; the port finds the other copies' markers in every loaded object, also in
+ * those loaded RTLD_LOCAL (JNI libraries are), where no symbol lookup would reach them. */
+/* Marks this copy as in use (it has started or attached a thread). Idempotent; never fails. */
+void vmt_os_copy_mark_in_use(void);
+/* How many other copies in this process are in use; the file of the first one into path
+ * ("" for the main program; nothing is written when len is 0). Never fails. */
+int32_t vmt_os_other_copies_in_use(char *path, size_t len);
+
 #endif /* VMT_RUNTIME_OS_H */

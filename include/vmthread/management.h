@@ -189,6 +189,16 @@ VMT_EXPORT int vmt_mx_get_current_thread_allocated_bytes(int64_t *bytes);
 /* All bytes allocated by runtime threads, live and exited; never decreases. */
 VMT_EXPORT int vmt_mx_get_total_thread_allocated_bytes(int64_t *bytes);
 
+/* ---- Runtimes in this process ---------------------------------------------------------- */
+/* How many other copies of the vmthread runtime in this process have started or attached a
+ * thread: 0 in a sound process. A copy is libvmthread.so.0 or any object that linked
+ * libvmthread.a (found also when it was loaded RTLD_LOCAL, as JNI libraries are); each has its
+ * own registry and answers only for its own threads, so with two in use every answer of this
+ * API is about part of the process. path receives the file of the first such copy ("" for the
+ * main program); it may be NULL when len is 0. Returns the count, or -EINVAL (NULL path with
+ * len > 0). The text dump and the JMX bean report it. */
+VMT_EXPORT int32_t vmt_mx_get_other_runtime_count(char *path, size_t len);
+
 /* ---- Thread dumps ----------------------------------------------------------------------- */
 /* A jstack-style dump of all threads, with a deadlock section when one exists (layout in
  * docs/management.md). -EINVAL on NULL, -EIO if the stream reports an error, -ENOMEM. */

@@ -235,6 +235,13 @@ int vmt__mx_write_dump(FILE *out, const void *caller_pc) {
   char when[128];
   vmt__mx_format_utc_now(when, sizeof(when), false);
   fprintf(out, "%s\nFull thread dump vmthread %s (%zu threads):\n\n", when, vmt_version(), n);
+  char other[512];
+  int32_t others = vmt_mx_get_other_runtime_count(other, sizeof(other));
+  if (others > 0)
+    fprintf(out,
+            "WARNING: %d other copy of vmthread in this process has threads (%s), not shown "
+            "here: link every user of vmthread against libvmthread.so.0\n\n",
+            (int)others, other[0] ? other : "the main program");
   for (size_t i = 0; i < n; i++) print_thread(out, infos[i]);
   rc = print_deadlocks(out, infos, n, dl, ndl);
   vmt_mx_thread_info_array_free(infos, n);

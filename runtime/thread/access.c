@@ -73,6 +73,9 @@ static void fork_child(void) {
 
 static void init(void) {
   vmt_os_init();
+  /* Another copy of the runtime in this process (vmt_mx_get_other_runtime_count) can now tell
+   * that this one has threads of its own. */
+  vmt_os_copy_mark_in_use();
   /* Child handlers run in registration order: asking the port for a tid first registers its
    * handler (which clears its tid cache) before ours, which re-binds the surviving thread. */
   vmt_os_current_tid();
