@@ -604,18 +604,36 @@ NATIVE(jlong, totalThreadAllocatedBytes)(JNIEnv *env, jclass cls) {
   return long_result(env, rc, bytes, "vmt_mx_get_total_thread_allocated_bytes");
 }
 
-NATIVE(jstring, threadDump)(JNIEnv *env, jclass cls) {
-  (void)cls;
+/* A dump into a Java string, from one of the C calls that write one into memory. */
+static jstring dump_out(JNIEnv *env, int (*dump)(char **, size_t *), const char *call) {
   char *text = NULL;
   size_t len = 0;
-  int rc = vmt_mx_thread_dump_to_string(&text, &len);
+  int rc = dump(&text, &len);
   if (rc < 0) {
-    throw_rc(env, rc, "vmt_mx_thread_dump_to_string");
+    throw_rc(env, rc, call);
     return NULL;
   }
   jstring out = new_string(env, text);
   free(text);
   return out;
+}
+
+NATIVE(jstring, threadDump)(JNIEnv *env, jclass cls) {
+  (void)cls;
+  return dump_out(env, vmt_mx_thread_dump_to_string, "vmt_mx_thread_dump_to_string");
+}
+
+NATIVE(jstring, threadDumpJson)(JNIEnv *env, jclass cls) {
+  (void)cls;
+  return dump_out(env, vmt_mx_thread_dump_json_to_string, "vmt_mx_thread_dump_json_to_string");
+}
+
+/* The file of another copy of the runtime that has threads ("" for the main program), or
+ * null when this one is the only one in use. */
+NATIVE(jstring, otherRuntime)(JNIEnv *env, jclass cls) {
+  (void)cls;
+  char path[4096];
+  return vmt_mx_get_other_runtime_count(path, sizeof path) > 0 ? new_string(env, path) : NULL;
 }
 
 NATIVE(jstring, threadCategory)(JNIEnv *env, jclass cls, jlong id) {

@@ -72,5 +72,10 @@ final class NativeThreads {
   static native long totalThreadAllocatedBytes();
 
   static native String threadDump();
+  static native String threadDumpJson();
   static native String threadCategory(long id);
+
+  /** The file of another copy of the runtime in this process that has threads ("" for the
+   *  main program), or null if there is none (vmt_mx_get_other_runtime_count). */
+  static native String otherRuntime();
 }

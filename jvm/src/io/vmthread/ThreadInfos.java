@@ -15,8 +15,12 @@
  *   frames                 a VM method "pkg.Class.method" (from the VM's stack walker) is split
  *                          at the last '.'; a native symbol gets class "<native>". The line is
  *                          the frame's line, or -2 (Java's "native method") when unknown.
- *   locks                  className and identity hash as given; lockName is the C display name
- *                          "name@hexid" (the monitor's own name is more use than the class).
+ *   locks                  a lock's className is the name the VM gave the monitor or synchronizer
+ *                          (vmt_monitor_create(&m, "CodeCache_lock")), its identityHashCode the
+ *                          runtime's identity, so LockInfo.toString() is the C display name
+ *                          "name@hexid" and lockName equals it, as the ThreadInfo specification
+ *                          requires (lockName is lockInfo.toString()); the same for MonitorInfo
+ *                          and the locked synchronizers.
  *   suspended, inNative    false (the runtime has neither notion for its threads)
  */
 package io.vmthread;
@@ -91,7 +95,8 @@ final class ThreadInfos {
     v.put("waitedCount", raw.waitedCount);
     v.put("waitedTime", nanosToMillis(raw.waitedTimeNs));
     v.put("lockInfo", raw.lock == null ? null : lock(Types.LOCK_INFO, raw.lock));
-    v.put("lockName", raw.lock == null ? null : raw.lock.name);
+    v.put("lockName", raw.lock == null ? null
+        : userName(raw.lock) + "@" + Integer.toHexString(raw.lock.identityHash));
     v.put("lockOwnerId", raw.lockOwnerId);
     v.put("lockOwnerName", raw.lockOwnerName);
     CompositeData[] frames = frames(raw);
@@ -134,9 +139,16 @@ final class ThreadInfos {
     return composite(Types.STACK_FRAME, v);
   }
 
+  /** The VM's name for the lock: the C display name "name@hexid" without its identity. */
+  static String userName(RawThreadInfo.RawLock lock) {
+    String suffix = "@" + Integer.toHexString(lock.identityHash);
+    return lock.name != null && lock.name.endsWith(suffix)
+        ? lock.name.substring(0, lock.name.length() - suffix.length()) : lock.className;
+  }
+
   private static CompositeData lock(CompositeType type, RawThreadInfo.RawLock lock) {
     Map<String, Object> v = new HashMap<>();
-    v.put("className", lock.className);
+    v.put("className", userName(lock));
     v.put("identityHashCode", lock.identityHash);
     return composite(type, v);
   }
@@ -163,7 +175,7 @@ final class ThreadInfos {
       // that were asked for (maxDepth) is reported as unknown, as HotSpot does.
       boolean known = m.stackDepth >= 0 && m.stackDepth < frames.length;
       Map<String, Object> v = new HashMap<>();
-      v.put("className", m.className);
+      v.put("className", userName(m));
       v.put("identityHashCode", m.identityHash);
       v.put("lockedStackDepth", known ? m.stackDepth : -1);
       v.put("lockedStackFrame", known ? frames[m.stackDepth] : null);

@@ -1,29 +1,78 @@
 /*
  * VmThreadMXBean: the management interface of vmthread's native threads as a JMX MXBean.
- *
- * It is com.sun.management.ThreadMXBean (and so java.lang.management.ThreadMXBean) with the
- * same meaning for every method, applied to the threads of the vmthread runtime loaded in this
- * process instead of the JVM's own Java threads; plus what only a VM's threads have. Thread ids
- * are the runtime's ids (vmt_thread_id), unrelated to Java thread ids.
- *
- * Registered by VmThreadManagement.register() under "io.vmthread:type=Threading"; a JMX client
- * (jconsole, VisualVM, a remote connector) sees its attributes (ThreadCount, AllThreadIds, ...)
- * and operations (getThreadCpuTime, getThreadInfo, ...) as it sees java.lang:type=Threading.
  */
 package io.vmthread;
 
+/**
+ * The threads of the vmthread runtime loaded in this process, as a JMX MXBean.
+ *
+ * <p>It is {@link com.sun.management.ThreadMXBean} (and so
+ * {@link java.lang.management.ThreadMXBean}) with the same meaning for every method, applied to
+ * the runtime's native threads instead of the JVM's Java threads, plus what only a VM's threads
+ * have. Thread ids are the runtime's ids ({@code vmt_thread_id}), unrelated to Java thread ids.
+ * Arguments are checked as HotSpot checks them, in the same order and with the same messages
+ * ({@code "Invalid thread ID parameter: 0"}, {@code "Invalid maxDepth parameter: -1"},
+ * {@code "Invalid thread ID entry"}).
+ *
+ * <p>Registered by {@link VmThreadManagement#register()} under
+ * {@value VmThreadManagement#OBJECT_NAME}; a JMX client (jconsole, VisualVM, a remote connector)
+ * sees its attributes ({@code ThreadCount}, {@code AllThreadIds}, ...) and operations
+ * ({@code getThreadCpuTime}, {@code getThreadInfo}, {@code dumpThreads}, ...) as it sees
+ * {@code java.lang:type=Threading}, with no vmthread classes on its side.
+ *
+ * <p>Differences from HotSpot's bean, each because a native runtime is not a JVM:
+ * <ul>
+ *   <li><b>Allocated memory</b> is measured only when jemalloc is the process's allocator
+ *       (the JVM started with {@code LD_PRELOAD=libjemalloc.so.2}). When it is not,
+ *       {@link #isThreadAllocatedMemorySupported()} is false and the three allocated-memory
+ *       <em>attributes</em> read as if measurement were disabled:
+ *       {@code ThreadAllocatedMemoryEnabled} is false, {@code CurrentThreadAllocatedBytes} and
+ *       {@code TotalThreadAllocatedBytes} are -1, so a client that reads every attribute (as
+ *       jconsole does) gets all of them. Enabling it, and the per-thread operations
+ *       {@code getThreadAllocatedBytes}, throw {@link UnsupportedOperationException} as the
+ *       specification says.
+ *   <li><b>Two runtimes</b>: if another copy of the runtime in this process has threads (a
+ *       library that linked {@code libvmthread.a} statically), this bean would see only part of
+ *       the process, so every query throws {@link IllegalStateException} naming that copy.
+ *   <li>{@code ThreadInfo.isSuspended()} and {@code isInNative()} are always false.
+ * </ul>
+ */
 public interface VmThreadMXBean extends com.sun.management.ThreadMXBean {
   /**
-   * The category the VM gave the thread at start or attach ("gc", "jit", "app", ...), or null
-   * if the thread is not alive.
+   * The category the VM gave the thread at start or attach ("gc", "jit", "app", ...).
    *
-   * @throws IllegalArgumentException if id &lt;= 0
+   * @param id the runtime's thread id
+   * @return the category, or null if the thread is not alive
+   * @throws IllegalArgumentException if {@code id <= 0}
    */
   String getThreadCategory(long id);
 
-  /** A jstack-style dump of all the runtime's threads (vmt_mx_thread_dump_to_string). */
-  String getThreadDump();
+  /**
+   * A jstack-style text dump of all the runtime's threads, with a deadlock section when there
+   * is one ({@code vmt_mx_thread_dump_to_string}). An operation, not an attribute: a client
+   * that reads every attribute does not build a dump each time.
+   *
+   * @return the dump
+   */
+  String dumpThreads();
 
-  /** The version of the native library actually loaded ("0.1.0"). */
+  /**
+   * The same dump as JSON, in the layout of {@code jcmd <pid> Thread.dump_to_file
+   * -format=json} (JDK 21 and later: {@code threadDump}, {@code threadContainers},
+   * {@code threads} with {@code tid}, {@code name}, {@code state}, {@code stack},
+   * {@code monitorsOwned}), plus vmthread's {@code category}, {@code daemon},
+   * {@code priority}, {@code cpuTimeNs} and {@code ownableSynchronizersOwned}
+   * ({@code vmt_mx_thread_dump_json_to_string}).
+   *
+   * @return the dump as a JSON text
+   */
+  String dumpThreadsJson();
+
+  /**
+   * The version of the native library actually loaded ("0.1.0"). An attribute: it costs one
+   * call returning a constant string.
+   *
+   * @return the version
+   */
   String getLibraryVersion();
 }

@@ -1,8 +1,15 @@
 /*
  * VmThreadMXBeanImpl: VmThreadMXBean on top of the C management API (through NativeThreads).
- * Argument checks that the C side cannot express (a null array is Java's NullPointerException)
- * are made here; everything else (id <= 0, negative depth, unsupported) is decided by the C
- * side and arrives as the exception the ThreadMXBean specification names.
+ *
+ * Arguments are checked here, before the native call, in HotSpot's order and with HotSpot's
+ * messages (sun.management.ThreadImpl; the three-argument getThreadInfo checks ids in the VM,
+ * whose message is "Invalid thread ID entry"), so that a tool sees the same exception from this
+ * bean as from java.lang:type=Threading. The C side checks again; its errors arrive as the
+ * exceptions ThreadMXBean names, for what only it can tell.
+ *
+ * Every query first makes sure this is the only runtime in use in the process (check()): a
+ * second copy, linked statically into another library, has its own registry, and answering for
+ * one of them would be answering for part of the process without a word.
  */
 package io.vmthread;
 
@@ -22,35 +29,97 @@ final class VmThreadMXBeanImpl implements VmThreadMXBean {
     return name;
   }
 
+  // ---- Checks (HotSpot's order and messages) ----------------------------------------------
+
+  private static void check() {
+    String other = NativeThreads.otherRuntime();
+    if (other != null) {
+      throw new IllegalStateException("another copy of the vmthread runtime in this process has"
+          + " threads (" + (other.isEmpty() ? "the main program" : other) + ", which linked"
+          + " libvmthread.a); this bean reads libvmthread.so.0's copy and would show only part"
+          + " of the process: link every user of vmthread against libvmthread.so.0"
+          + " (docs/embedding.md, \"One runtime per process\")");
+    }
+  }
+
+  private static void verifyThreadId(long id) {
+    if (id <= 0) {
+      throw new IllegalArgumentException("Invalid thread ID parameter: " + id);
+    }
+  }
+
+  private static void verifyThreadIds(long[] ids) {
+    Objects.requireNonNull(ids);
+    for (long id : ids) {
+      verifyThreadId(id);
+    }
+  }
+
+  private static void verifyMaxDepth(int maxDepth) {
+    if (maxDepth < 0) {
+      throw new IllegalArgumentException("Invalid maxDepth parameter: " + maxDepth);
+    }
+  }
+
+  private void verifyDumpThreads(boolean lockedMonitors, boolean lockedSynchronizers) {
+    if (lockedMonitors && !isObjectMonitorUsageSupported()) {
+      throw new UnsupportedOperationException(
+          "Monitoring of Object Monitor Usage is not supported.");
+    }
+    if (lockedSynchronizers && !isSynchronizerUsageSupported()) {
+      throw new UnsupportedOperationException("Monitoring of Synchronizer Usage is not supported.");
+    }
+  }
+
+  private void verifyThreadCpuTime(long[] ids) {
+    verifyThreadIds(ids);
+    if (!isThreadCpuTimeSupported() && !isCurrentThreadCpuTimeSupported()) {
+      throw new UnsupportedOperationException("Thread CPU time measurement is not supported.");
+    }
+  }
+
+  private void ensureThreadAllocatedMemorySupported() {
+    if (!isThreadAllocatedMemorySupported()) {
+      throw new UnsupportedOperationException(
+          "Thread allocated memory measurement is not supported.");
+    }
+  }
+
   // ---- Counts -----------------------------------------------------------------------------
 
   @Override
   public int getThreadCount() {
+    check();
     return NativeThreads.threadCount();
   }
 
   @Override
   public int getPeakThreadCount() {
+    check();
     return NativeThreads.peakThreadCount();
   }
 
   @Override
   public long getTotalStartedThreadCount() {
+    check();
     return NativeThreads.totalStartedThreadCount();
   }
 
   @Override
   public int getDaemonThreadCount() {
+    check();
     return NativeThreads.daemonThreadCount();
   }
 
   @Override
   public long[] getAllThreadIds() {
+    check();
     return NativeThreads.allThreadIds();
   }
 
   @Override
   public void resetPeakThreadCount() {
+    check();
     NativeThreads.resetPeakThreadCount();
   }
 
@@ -58,7 +127,7 @@ final class VmThreadMXBeanImpl implements VmThreadMXBean {
 
   @Override
   public ThreadInfo getThreadInfo(long id) {
-    return getThreadInfo(id, 0);
+    return getThreadInfo(new long[] {id}, 0)[0];
   }
 
   @Override
@@ -73,19 +142,40 @@ final class VmThreadMXBeanImpl implements VmThreadMXBean {
 
   @Override
   public ThreadInfo[] getThreadInfo(long[] ids, int maxDepth) {
-    return getThreadInfo(ids, false, false, maxDepth);
+    verifyThreadIds(ids);
+    verifyMaxDepth(maxDepth);
+    return threadInfo(ids, false, false, maxDepth);
   }
 
   @Override
   public ThreadInfo[] getThreadInfo(long[] ids, boolean lockedMonitors,
       boolean lockedSynchronizers) {
-    return getThreadInfo(ids, lockedMonitors, lockedSynchronizers, Integer.MAX_VALUE);
+    // HotSpot hands this form to the VM unchecked; the VM's message for a bad id differs.
+    Objects.requireNonNull(ids);
+    for (long id : ids) {
+      if (id <= 0) {
+        throw new IllegalArgumentException("Invalid thread ID entry");
+      }
+    }
+    verifyDumpThreads(lockedMonitors, lockedSynchronizers);
+    return threadInfo(ids, lockedMonitors, lockedSynchronizers, Integer.MAX_VALUE);
   }
 
   @Override
   public ThreadInfo[] getThreadInfo(long[] ids, boolean lockedMonitors,
       boolean lockedSynchronizers, int maxDepth) {
-    Objects.requireNonNull(ids, "ids");
+    verifyMaxDepth(maxDepth);
+    verifyThreadIds(ids);
+    if (ids.length == 0) {
+      return new ThreadInfo[0];
+    }
+    verifyDumpThreads(lockedMonitors, lockedSynchronizers);
+    return threadInfo(ids, lockedMonitors, lockedSynchronizers, maxDepth);
+  }
+
+  private static ThreadInfo[] threadInfo(long[] ids, boolean lockedMonitors,
+      boolean lockedSynchronizers, int maxDepth) {
+    check();
     return ThreadInfos.toThreadInfos(
         NativeThreads.threadInfo(ids, lockedMonitors, lockedSynchronizers, maxDepth));
   }
@@ -98,6 +188,9 @@ final class VmThreadMXBeanImpl implements VmThreadMXBean {
   @Override
   public ThreadInfo[] dumpAllThreads(boolean lockedMonitors, boolean lockedSynchronizers,
       int maxDepth) {
+    verifyMaxDepth(maxDepth);
+    verifyDumpThreads(lockedMonitors, lockedSynchronizers);
+    check();
     return ThreadInfos.toThreadInfos(
         NativeThreads.dumpAllThreads(lockedMonitors, lockedSynchronizers, maxDepth));
   }
@@ -116,44 +209,62 @@ final class VmThreadMXBeanImpl implements VmThreadMXBean {
 
   @Override
   public boolean isThreadCpuTimeEnabled() {
+    if (!isThreadCpuTimeSupported() && !isCurrentThreadCpuTimeSupported()) {
+      throw new UnsupportedOperationException("Thread CPU time measurement is not supported");
+    }
     return NativeThreads.isThreadCpuTimeEnabled();
   }
 
   @Override
   public void setThreadCpuTimeEnabled(boolean enable) {
+    if (!isThreadCpuTimeSupported() && !isCurrentThreadCpuTimeSupported()) {
+      throw new UnsupportedOperationException("Thread CPU time measurement is not supported");
+    }
     NativeThreads.setThreadCpuTimeEnabled(enable);
   }
 
   @Override
   public long getCurrentThreadCpuTime() {
+    if (!isCurrentThreadCpuTimeSupported()) {
+      throw new UnsupportedOperationException(
+          "Current thread CPU time measurement is not supported.");
+    }
     return NativeThreads.currentThreadCpuTime();
   }
 
   @Override
   public long getCurrentThreadUserTime() {
+    if (!isCurrentThreadCpuTimeSupported()) {
+      throw new UnsupportedOperationException(
+          "Current thread CPU time measurement is not supported.");
+    }
     return NativeThreads.currentThreadUserTime();
   }
 
   @Override
   public long getThreadCpuTime(long id) {
-    return NativeThreads.threadCpuTime(id);
+    return getThreadCpuTime(new long[] {id})[0];
   }
 
   @Override
   public long getThreadUserTime(long id) {
-    return NativeThreads.threadUserTime(id);
+    return getThreadUserTime(new long[] {id})[0];
   }
 
   @Override
   public long[] getThreadCpuTime(long[] ids) {
-    Objects.requireNonNull(ids, "ids");
-    return NativeThreads.threadCpuTimes(ids);
+    verifyThreadCpuTime(ids);
+    check();
+    return ids.length == 1 ? new long[] {NativeThreads.threadCpuTime(ids[0])}
+        : NativeThreads.threadCpuTimes(ids);
   }
 
   @Override
   public long[] getThreadUserTime(long[] ids) {
-    Objects.requireNonNull(ids, "ids");
-    return NativeThreads.threadUserTimes(ids);
+    verifyThreadCpuTime(ids);
+    check();
+    return ids.length == 1 ? new long[] {NativeThreads.threadUserTime(ids[0])}
+        : NativeThreads.threadUserTimes(ids);
   }
 
   // ---- Contention monitoring --------------------------------------------------------------
@@ -166,13 +277,16 @@ final class VmThreadMXBeanImpl implements VmThreadMXBean {
   @Override
   public boolean isThreadContentionMonitoringEnabled() {
     if (!isThreadContentionMonitoringSupported()) {
-      throw new UnsupportedOperationException("thread contention monitoring is not supported");
+      throw new UnsupportedOperationException("Thread contention monitoring is not supported.");
     }
     return NativeThreads.isThreadContentionMonitoringEnabled();
   }
 
   @Override
   public void setThreadContentionMonitoringEnabled(boolean enable) {
+    if (!isThreadContentionMonitoringSupported()) {
+      throw new UnsupportedOperationException("Thread contention monitoring is not supported");
+    }
     NativeThreads.setThreadContentionMonitoringEnabled(enable);
   }
 
@@ -190,15 +304,20 @@ final class VmThreadMXBeanImpl implements VmThreadMXBean {
 
   @Override
   public long[] findMonitorDeadlockedThreads() {
+    check();
     return NativeThreads.findMonitorDeadlockedThreads();
   }
 
   @Override
   public long[] findDeadlockedThreads() {
+    if (!isSynchronizerUsageSupported()) {
+      throw new UnsupportedOperationException("Monitoring of Synchronizer Usage is not supported.");
+    }
+    check();
     return NativeThreads.findDeadlockedThreads();
   }
 
-  // ---- Allocated bytes --------------------------------------------------------------------
+  // ---- Allocated bytes (attributes read as disabled when unsupported: VmThreadMXBean) -----
 
   @Override
   public boolean isThreadAllocatedMemorySupported() {
@@ -207,32 +326,53 @@ final class VmThreadMXBeanImpl implements VmThreadMXBean {
 
   @Override
   public boolean isThreadAllocatedMemoryEnabled() {
-    return NativeThreads.isThreadAllocatedMemoryEnabled();
+    return isThreadAllocatedMemorySupported() && NativeThreads.isThreadAllocatedMemoryEnabled();
   }
 
   @Override
   public void setThreadAllocatedMemoryEnabled(boolean enable) {
+    if (!enable && !isThreadAllocatedMemorySupported()) {
+      return;  // it is off and stays off
+    }
+    ensureThreadAllocatedMemorySupported();
     NativeThreads.setThreadAllocatedMemoryEnabled(enable);
   }
 
   @Override
   public long getThreadAllocatedBytes(long id) {
+    verifyThreadId(id);
+    ensureThreadAllocatedMemorySupported();
+    check();
     return NativeThreads.threadAllocatedBytes(id);
   }
 
   @Override
   public long[] getThreadAllocatedBytes(long[] ids) {
-    Objects.requireNonNull(ids, "ids");
+    Objects.requireNonNull(ids);
+    if (ids.length == 1) {
+      return new long[] {getThreadAllocatedBytes(ids[0])};
+    }
+    verifyThreadIds(ids);
+    ensureThreadAllocatedMemorySupported();
+    check();
     return NativeThreads.threadAllocatedBytesArray(ids);
   }
 
   @Override
   public long getCurrentThreadAllocatedBytes() {
+    if (!isThreadAllocatedMemorySupported()) {
+      return -1;
+    }
+    check();
     return NativeThreads.currentThreadAllocatedBytes();
   }
 
   @Override
   public long getTotalThreadAllocatedBytes() {
+    if (!isThreadAllocatedMemorySupported()) {
+      return -1;
+    }
+    check();
     return NativeThreads.totalThreadAllocatedBytes();
   }
 
@@ -240,12 +380,21 @@ final class VmThreadMXBeanImpl implements VmThreadMXBean {
 
   @Override
   public String getThreadCategory(long id) {
+    verifyThreadId(id);
+    check();
     return NativeThreads.threadCategory(id);
   }
 
   @Override
-  public String getThreadDump() {
+  public String dumpThreads() {
+    check();
     return NativeThreads.threadDump();
+  }
+
+  @Override
+  public String dumpThreadsJson() {
+    check();
+    return NativeThreads.threadDumpJson();
   }
 
   @Override

@@ -53,6 +53,35 @@ final class Check {
     }
   }
 
+  /** Passes if both actions fail with the same exception class and message (the first is the
+   *  reference: HotSpot's own bean). */
+  static void sameFailure(Action reference, Action action, String what) {
+    Throwable want = failure(reference);
+    Throwable got = failure(action);
+    boolean ok = want != null && got != null && want.getClass() == got.getClass()
+        && Objects.equals(want.getMessage(), got.getMessage());
+    that(ok, what + " (" + got + (ok ? "" : ", expected " + want) + ")");
+  }
+
+  /** What action threw, unwrapped from JMX's wrappers (RuntimeMBeanException and the like
+   *  carry the bean's exception as their cause); null if nothing. */
+  static Throwable failure(Action action) {
+    try {
+      action.run();
+      return null;
+    } catch (Throwable t) {
+      Throwable c = t;
+      while ((c instanceof javax.management.JMRuntimeException
+          || c instanceof javax.management.MBeanException
+          || c instanceof javax.management.ReflectionException
+          || c instanceof java.lang.reflect.UndeclaredThrowableException)
+          && c.getCause() != null) {
+        c = c.getCause();
+      }
+      return c;
+    }
+  }
+
   /** Waits (up to 10 s, never asserted as a time) until cond holds; the caller checks it. */
   static boolean eventually(BooleanSupplier cond) throws InterruptedException {
     long deadline = System.nanoTime() + 10_000_000_000L;
