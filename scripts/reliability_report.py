@@ -280,6 +280,9 @@ def replace(doc, name, body):
 
 
 def main():
+    if len(sys.argv) != 4 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0 if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help") else 2
     out_dir, doc_path, command = sys.argv[1], sys.argv[2], sys.argv[3]
     results = []
     with open(os.path.join(out_dir, "results.txt")) as f:

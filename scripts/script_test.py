@@ -20,8 +20,16 @@ class _CountingResult(unittest.TextTestResult):
 
 
 def run(module_name):
+    if any(a in ("-h", "--help") for a in sys.argv[1:]):
+        print(sys.modules[module_name].__doc__.strip())
+        print("\nUsage: %s   runs the tests, prints 'N passed, M failed'" % sys.argv[0])
+        sys.exit(0)
     suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[module_name])
     result = unittest.TextTestRunner(resultclass=_CountingResult, verbosity=2).run(suite)
     failed = len(result.failures) + len(result.errors)
     print("%d passed, %d failed" % (result.passed, failed))
     sys.exit(1 if failed or result.passed == 0 else 0)
+
+
+if __name__ == "__main__":
+    print(__doc__.strip())

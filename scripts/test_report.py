@@ -33,6 +33,10 @@ def bazel_status(logdir):
 
 
 def main():
+    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        print("\nUsage: test_report.py BAZEL_TESTLOGS_DIR TARGET...  (scripts/test runs it)")
+        return 0 if len(sys.argv) > 1 else 2
     testlogs, targets = sys.argv[1], sys.argv[2:]
     total_pass = total_fail = total_skip = 0
     for target in targets:
