@@ -38,18 +38,50 @@ rm -rf $$classes
         ),
     )
 
+def _javadoc_and_sources(name, srcs, javadoc_jar, sources_jar):
+    """The javadoc of srcs' public API, and srcs themselves, as the two jars a Java build
+    tool (Maven's -javadoc.jar and -sources.jar) looks for next to vmthread.jar."""
+    native.genrule(
+        name = name,
+        srcs = srcs,
+        outs = [javadoc_jar, sources_jar],
+        cmd = """set -e
+docs=$(@D)/{name}_docs
+rm -rf $$docs && mkdir -p $$docs
+{home}/bin/javadoc -quiet -notimestamp --release 17 -encoding UTF-8 -Xdoclint:all -Werror \\
+  -d $$docs {srcs} >$$docs.log 2>&1 || {{ cat $$docs.log; exit 1; }}
+{home}/bin/jar --create --date={date} --file $(location {javadoc}) -C $$docs .
+{home}/bin/jar --create --date={date} --file $(location {sources}) -C jvm/src io
+rm -rf $$docs $$docs.log
+""".format(
+            name = name,
+            home = JAVA_HOME,
+            srcs = " ".join(["$(location %s)" % s for s in srcs]),
+            date = _JAR_DATE,
+            javadoc = javadoc_jar,
+            sources = sources_jar,
+        ),
+    )
+
 def _jni_library(name, srcs, header):
     native.cc_binary(
         name = name,
         srcs = srcs + [header],
         copts = VMT_COPTS + ["-fvisibility=hidden", "-iquote", "$(GENDIR)/jvm"],
         linkshared = True,
-        # Next to libvmthread.so.0 once installed (scripts/install-lib).
+        # libvmthread.so.0 is linked by its path, not as a cc dependency: Bazel gives every
+        # shared-library dependency a RUNPATH entry into its own tree
+        # ($ORIGIN/../_solib_k8/...), which would be installed too. The bridge's only RUNPATH is
+        # $ORIGIN, where scripts/install-lib puts libvmthread.so.0 (NEEDED by its soname).
         # --as-needed: Bazel appends -lstdc++ -lm to every link; a C library needs neither.
-        linkopts = ["-Wl,-rpath,'$$ORIGIN'", "-Wl,--as-needed"],
+        linkopts = [
+            "-Wl,-rpath,'$$ORIGIN'",
+            "-Wl,--as-needed",
+            "$(location //:libvmthread.so)",
+        ],
+        additional_linker_inputs = ["//:libvmthread.so"],
         deps = [
             "//:headers",
-            "//:vmthread_shared",
             "@vmt_jdk//:jni",
         ],
     )
@@ -69,6 +101,12 @@ def vmthread_jvm():
             srcs = native.glob(["src/**/*.java"]),
             jar = "vmthread.jar",
             header = "io_vmthread_NativeThreads.h",
+        )
+        _javadoc_and_sources(
+            name = "vmthread_docs",
+            srcs = native.glob(["src/**/*.java"]),
+            javadoc_jar = "vmthread-javadoc.jar",
+            sources_jar = "vmthread-sources.jar",
         )
         _java_jar(
             name = "vmthread_tests_jar",
@@ -91,6 +129,8 @@ def vmthread_jvm():
             ":libvmthread_jni.so",
             ":libvmthread_jni_test.so",
             ":vmthread.jar",
+            ":vmthread-javadoc.jar",
+            ":vmthread-sources.jar",
             ":vmthread-tests.jar",
         ]
     native.sh_test(
