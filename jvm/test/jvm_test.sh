@@ -1,15 +1,31 @@
 #!/usr/bin/env bash
-# jvm/test/jvm_test.sh: runs vmthread's JMX bridge in a real JVM. It installs the library the
-# way a Java host would ship it (scripts/install-lib --with-jvm into a temporary DESTDIR; the
-# test's native library next to libvmthread.so.0, as a host's own runtime library would be),
-# then runs io.vmthread.test.Main, which prints one line per check and "N passed, M failed";
-# this script prints the total over its runs as its own closing line.
+# jvm/test/jvm_test.sh: runs vmthread's JMX bridge in real JVMs, the path docs/embedding.md
+# section 6 describes. It installs the library the way a Java host would ship it
+# (scripts/install-lib --with-jvm into a temporary DESTDIR), builds the test's "language
+# runtime" (jvm/test/native/vmthread_jni_test.c) with cc and pkg-config into a directory of its
+# own, with -Wl,-rpath,$(pkg-config --variable=libdir vmthread) as section 6 says, then:
+#   host     a JVM started with no environment at all (env -i) loads the bridge and the test's
+#            "language runtime" with System.loadLibrary, runs the in-process tests
+#            (io.vmthread.test.Main: JmxTest, ApiTest), registers the bean and serves it on an
+#            RMI connector bound to 127.0.0.1, with the SIGQUIT dump enabled;
+#   client   a second JVM, without vmthread.jar, reads it over that connector
+#            (io.vmthread.test.Client: every attribute and operation, ThreadInfo.from, HotSpot's
+#            messages, held locks in toString(), lockName = lockInfo);
+#   jcmd     `jcmd <pid> Thread.print` must still work with the dump enabled and print
+#            HotSpot's dump, while vmthread's goes to its file; then `kill -3` prints both;
+#   guest    last, the host loads a guest library linked statically against libvmthread.a (a
+#            second runtime): the bean must refuse to answer;
+#   jemalloc the in-process tests once more with LD_PRELOAD=libjemalloc.so.2: allocated bytes
+#            are supported when jemalloc is the JVM's allocator, unsupported otherwise.
+# Each JVM prints one line per check and "N passed, M failed"; this script prints the total
+# over all of them as its own closing line.
 #
 # Usage (Bazel sh_test, from the runfiles tree):
 #   jvm_test.sh --java-home=DIR [--sanitizer=asan|tsan]
 #   jvm_test.sh --no-jdk              (no JDK was found when Bazel configured the build)
-# Skipped, with the reason printed, without a JDK and under TSan. Under ASan one run, with the
-# sanitizer runtimes preloaded into the JVM (see run_jvm asan below).
+# Skipped, with the reason printed, without a JDK and under TSan. Under ASan the host runs with
+# the sanitizer runtimes preloaded (see asan_env below) and there is no jemalloc run (the
+# sanitizer's malloc is the allocator).
 set -uo pipefail
 
 java_home="" sanitizer=""
@@ -46,63 +62,183 @@ if ! DESTDIR=$stage PREFIX=$prefix scripts/install-lib --with-jvm --prebuilt . \
 fi
 lib=$stage$prefix/lib
 jar=$stage$prefix/share/java/vmthread.jar
-# The test's "language runtime" goes where a host's own native library would: next to
-# libvmthread.so.0, which it shares with the bridge.
-install -m 0755 jvm/libvmthread_jni_test.so "$lib/"
 
 version=$(sed -n 's/^#define VMTHREAD_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$/\2/p' \
   include/vmthread/common.h | paste -sd.)
 
-# The JVM is started with no environment at all (env -i): System.loadLibrary must work in a
-# stock JVM (the library has no DT_NEEDED on jemalloc, whose initial-exec TLS does not fit in
-# a running JVM). Two runs:
-#   noenv     nothing: malloc is glibc's, so allocated bytes are unsupported;
-#   jemalloc  LD_PRELOAD=libjemalloc.so.2: jemalloc is the JVM's allocator, and the runtime
-#             finds its mallctl, so the per-thread allocated-bytes counters are supported.
 so=$lib/libvmthread.so.$(sed -n 's/^#define VMTHREAD_VERSION_MAJOR \([0-9]*\)$/\1/p' include/vmthread/common.h)
 resolved() { ldd "$so" | sed -n "s/.*$1\\.so\\.[0-9]* => \\([^ ]*\\).*/\\1/p"; }
 jemalloc=$(/sbin/ldconfig -p | awk '$1 == "libjemalloc.so.2" {print $NF; exit}')
 
 passed=0 failed=0
-run_jvm() {  # run_jvm MODE ENV...
-  local mode=$1 out rc p f
-  shift
-  # -Xcheck:jni makes the JVM validate every JNI call the natives make; its complaints are
-  # warnings, which count as failures here. -XX:-UsePerfData: no hsperfdata files in /tmp.
-  out=$(env -i "$@" "$java_home/bin/java" -Xcheck:jni -XX:-UsePerfData \
-    -Djava.library.path="$lib" -Dvmthread.expected.version="$version" \
-    -cp "$jar":jvm/vmthread-tests.jar io.vmthread.test.Main 2>&1)
-  rc=$?
-  sed "s/^/  [$mode] /" <<<"$out"
-  p=$(grep -c '^PASS: ' <<<"$out")
-  f=$(grep -c '^FAIL: ' <<<"$out")
-  passed=$((passed + p))
-  failed=$((failed + f))
-  if grep -q "WARNING in native method\|FATAL ERROR in native method" <<<"$out"; then
-    echo "FAIL: [$mode] -Xcheck:jni reported a JNI misuse"
-    failed=$((failed + 1))
-  fi
-  if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then
-    echo "FAIL: [$mode] the JVM exited with $rc"
-    failed=$((failed + 1))
-  fi
+pass() { passed=$((passed + 1)); echo "PASS: $*"; }
+fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
+check() {  # check DESCRIPTION COMMAND...
+  local what=$1; shift
+  if "$@"; then pass "$what"; else fail "$what"; fi
 }
 
+# Adds the PASS/FAIL lines of one JVM's output (in file $2) to the totals, prefixed by [$1].
+count_jvm() {  # count_jvm LABEL OUTPUT_FILE EXIT_CODE
+  local label=$1 file=$2 rc=$3 p f
+  # HotSpot's own thread dump (kill -3 prints it on the JVM's stdout) is summed up in a line.
+  awk -v label="$label" '
+    /^Full thread dump (OpenJDK|Java)/ { skip = 1; n = 0 }
+    skip && /^(PASS|FAIL): |^== |^[0-9]+ passed/ {
+      skip = 0; print "  [" label "] (HotSpot'"'"'s thread dump: " n " lines)" }
+    skip { n++; next }
+    { print "  [" label "] " $0 }' "$file"
+  p=$(grep -c '^PASS: ' "$file")
+  f=$(grep -c '^FAIL: ' "$file")
+  passed=$((passed + p))
+  failed=$((failed + f))
+  # -Xcheck:jni makes the JVM validate every JNI call the natives make; its complaints are
+  # warnings, which count as failures here.
+  if grep -q "WARNING in native method\|FATAL ERROR in native method" "$file"; then
+    fail "[$label] -Xcheck:jni reported a JNI misuse"
+  fi
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+    fail "[$label] the JVM exited with $rc"
+  fi
+  [ "$p" -gt 0 ] || fail "[$label] no check ran"
+}
+
+# java ENV... -- ARGS...: a JVM with exactly the environment ENV (env -i). -XX:-UsePerfData:
+# no hsperfdata files in /tmp (jcmd <pid> attaches without them).
+java_cmd() {
+  local envs=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
+  shift
+  env -i "${envs[@]}" "$java_home/bin/java" -XX:-UsePerfData "$@"
+}
+cp_host="$jar:jvm/vmthread-tests.jar"
+
+# Polls (every 0.1 s, 600 times: a deadline for a hung test, not a timing check) until the
+# command succeeds.
+await() { local i; for i in $(seq 600); do "$@" && return 0; sleep 0.1; done; return 1; }
+dumps_in() { grep -c "^Full thread dump $1" "$2" 2>/dev/null || true; }
+
+asan_env=()
+cflags=()
 if [ "$sanitizer" = asan ]; then
   # The ASan-built library in an uninstrumented JVM: the sanitizer runtimes must come first
   # in the process, so they are preloaded. HotSpot handles SIGSEGV itself (implicit null
   # checks, safepoint polls), so ASan must leave that signal alone; leak checking is off
   # because the JVM never frees its own allocations at exit, and those reports would bury any
   # of ours.
-  run_jvm asan LD_PRELOAD="$(resolved libasan):$(resolved libubsan)" \
-    ASAN_OPTIONS=handle_segv=0:allow_user_segv_handler=1:detect_leaks=0:abort_on_error=1
+  asan_env=(LD_PRELOAD="$(resolved libasan):$(resolved libubsan)"
+    ASAN_OPTIONS=handle_segv=0:allow_user_segv_handler=1:detect_leaks=0:abort_on_error=1)
+  cflags=(-fsanitize=address,undefined)
+fi
+
+# ---- the installed files, as a Java host gets them ----------------------------------------
+runpath() { readelf -d "$1" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p'; }
+check "the installed bridge's RUNPATH is \$ORIGIN only ($(runpath "$lib/libvmthread_jni.so"))" \
+  test "$(runpath "$lib/libvmthread_jni.so")" = '$ORIGIN'
+java_dir=$stage$prefix/share/java
+check "vmthread-javadoc.jar documents the public API" \
+  bash -c "'$java_home/bin/jar' tf '$java_dir/vmthread-javadoc.jar' | grep -qx 'io/vmthread/VmThreadMXBean.html'"
+check "vmthread-sources.jar holds the sources" \
+  bash -c "'$java_home/bin/jar' tf '$java_dir/vmthread-sources.jar' | grep -qx 'io/vmthread/VmThreadMXBean.java'"
+
+# ---- the language runtime, built as section 6 says -----------------------------------------
+# Only the staged .pc is visible; the sysroot maps its recorded paths into the stage, so
+# pkg-config answers as it would for a real install under $prefix.
+export PKG_CONFIG_LIBDIR=$lib/pkgconfig PKG_CONFIG_PATH="" PKG_CONFIG_SYSROOT_DIR=$stage
+jni_cflags=(-I"$java_home/include" -I"$java_home/include/linux")
+app=$root/app
+mkdir -p "$app"
+# shellcheck disable=SC2046
+build_runtime() {  # build_runtime OUTPUT EXTRA_LDFLAGS...
+  local out=$1; shift
+  ${CC:-cc} -std=c11 -Wall -Wextra -Werror "${cflags[@]}" -shared -fPIC -o "$out" \
+    jvm/test/native/vmthread_jni_test.c -Ijvm "${jni_cflags[@]}" \
+    $(pkg-config --cflags --libs vmthread) "$@"
+}
+if build_runtime "$app/libvmthread_jni_test.so" \
+     -Wl,-rpath,"$(pkg-config --variable=libdir vmthread)" >"$root/cc.log" 2>&1; then
+  pass "cc \$(pkg-config --cflags --libs vmthread) -Wl,-rpath,\$(pkg-config --variable=libdir vmthread) builds the runtime"
 else
-  run_jvm noenv
-  if [ -n "$jemalloc" ]; then
-    run_jvm jemalloc LD_PRELOAD="$jemalloc"
+  cat "$root/cc.log"
+  fail "cc builds the test's runtime against the installed library"
+fi
+# java.library.path finds a library, not its dependencies: without the rpath the loader has no
+# way to find libvmthread.so.0 from the runtime's own directory (System.loadLibrary would fail
+# with "libvmthread.so.0: cannot open shared object file").
+check "with the rpath, the runtime's libvmthread.so.0 resolves to the installed one" \
+  bash -c "ldd '$app/libvmthread_jni_test.so' | grep -q 'libvmthread.so.0 => $lib/libvmthread.so.0'"
+build_runtime "$root/norpath.so" >/dev/null 2>&1
+check "without it, it does not resolve (what the rpath is for)" \
+  bash -c "ldd '$root/norpath.so' | grep -q 'libvmthread.so.0 => not found'"
+test_props=(-Djava.library.path="$lib:$app" -Dvmthread.expected.version="$version")
+
+# ---- host, client, jcmd, guest -------------------------------------------------------------
+scene=$root/scene
+rm -rf "$scene"
+mkdir -p "$scene"
+# The guest links the installed archive with plain cc, as a VM's own build would.
+guest=$root/libstatic_guest.so
+# shellcheck disable=SC2046
+if ! ${CC:-cc} "${cflags[@]}" -shared -fPIC -o "$guest" jvm/test/native/guest_static.c \
+     "${jni_cflags[@]}" $(pkg-config --cflags vmthread) \
+     $(pkg-config --static --libs vmthread | sed 's/-lvmthread/-l:libvmthread.a/') \
+     >"$root/guest.log" 2>&1; then
+  cat "$root/guest.log"
+  fail "cc builds the static guest against libvmthread.a"
+  guest=""
+fi
+java_cmd "${asan_env[@]}" -- -Xcheck:jni "${test_props[@]}" -Dvmthread.expect.allocated=false \
+  -cp "$cp_host" io.vmthread.test.Main --serve "$scene" ${guest:+--guest "$guest"} \
+  >"$root/host.log" 2>&1 &
+host=$!
+if await test -f "$scene/host.properties" -o ! -d "/proc/$host"; then :; fi
+if [ -f "$scene/host.properties" ]; then
+  pid=$(sed -n 's/^pid=//p' "$scene/host.properties")
+  java_cmd -- -cp jvm/vmthread-tests.jar io.vmthread.test.Client "$scene" >"$root/client.log" 2>&1
+  count_jvm client "$root/client.log" $?
+
+  # jcmd attaches by sending SIGQUIT (after creating .attach_pid<pid>): HotSpot's handler must
+  # still run behind vmthread's, or jcmd fails with "Unable to open socket file".
+  timeout 120 env -i "$java_home/bin/jcmd" "$pid" Thread.print >"$root/jcmd.log" 2>&1
+  rc=$?
+  sed 's/^/  [jcmd] /' "$root/jcmd.log" | head -5
+  if [ $rc -eq 0 ] && grep -q "^Full thread dump " "$root/jcmd.log" &&
+     grep -q "io.vmthread.test.Host.awaitStop" "$root/jcmd.log"; then
+    pass "jcmd <pid> Thread.print works with the SIGQUIT dump enabled: HotSpot's dump of the host"
   else
-    echo "FAIL: no libjemalloc.so.2 found by ldconfig (scripts/install-deps installs it)"
-    failed=$((failed + 1))
+    fail "jcmd <pid> Thread.print with the SIGQUIT dump enabled (exit $rc)"
+  fi
+  vmt_dump=$scene/vmthread-dump.txt
+  if await grep -q "Locked ownable synchronizers" "$vmt_dump"; then
+    pass "and vmthread's dump was written too ($(dumps_in vmthread "$vmt_dump") so far)"
+  else
+    fail "vmthread's SIGQUIT dump was not written"
+  fi
+  before=$(dumps_in vmthread "$vmt_dump")
+  another_dump() { [ "$(dumps_in vmthread "$vmt_dump")" -gt "$before" ]; }
+  kill -QUIT "$pid"
+  if await another_dump &&
+     await grep -q "^Full thread dump OpenJDK\|^Full thread dump Java" "$root/host.log"; then
+    pass "kill -3 prints both dumps: HotSpot's on the JVM's stdout, vmthread's to its file"
+  else
+    fail "kill -3 with the dump enabled: vmthread's $(dumps_in vmthread "$vmt_dump") (was $before), HotSpot's in the host log: $(grep -c '^Full thread dump' "$root/host.log")"
+  fi
+else
+  fail "the host did not start serving"
+fi
+touch "$scene/stop"
+wait "$host"
+count_jvm host "$root/host.log" $?
+
+# ---- jemalloc: allocated bytes are supported when jemalloc is the allocator ----------------
+if [ "$sanitizer" != asan ]; then
+  if [ -n "$jemalloc" ]; then
+    java_cmd LD_PRELOAD="$jemalloc" -- -Xcheck:jni "${test_props[@]}" \
+      -Dvmthread.expect.allocated=true -cp "$cp_host" io.vmthread.test.Main \
+      >"$root/jemalloc.log" 2>&1
+    count_jvm jemalloc "$root/jemalloc.log" $?
+  else
+    fail "no libjemalloc.so.2 found by ldconfig (scripts/install-deps installs it)"
   fi
 fi
 echo "$passed passed, $failed failed"

@@ -2,12 +2,14 @@
  * jvm/test/native/vmthread_jni_test.c: the "language runtime" of the JVM tests. It stands for
  * a native library that runs vmthread threads inside a Java process: it starts groups of
  * threads that burn some CPU and then wait on a monitor, a contention pair (one thread owning
- * a monitor, one blocked entering it), a stack walker for one category, and it reads the C
- * API directly so that the tests can compare what JMX shows with what the C side reports.
+ * two monitors, one blocked entering one of them), a stack walker that gives them guest frames
+ * and says which frame entered which monitor, the SIGQUIT dump, and it reads the C API directly
+ * so that the tests can compare what JMX shows with what the C side reports.
  *
  * It links libvmthread.so.0 like the bridge does, so both see the same runtime.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +35,8 @@ typedef enum role { ROLE_WORKER, ROLE_OWNER, ROLE_BLOCKED } role_t;
 
 typedef struct group {
   vmt_monitor_t *gate;       /* workers and the owner wait here until released */
-  vmt_monitor_t *contended;  /* contention pair: held by the owner */
+  vmt_monitor_t *contended;  /* contention pair: held by the owner, entered at its frame 1 */
+  vmt_monitor_t *inner;      /* contention pair: held by the owner, no frame reports it */
   int ready;                 /* guarded by gate */
   int released;              /* guarded by gate */
   int64_t burn_ns;
@@ -87,7 +90,9 @@ static void *member_main(void *arg) {
       break;
     case ROLE_OWNER:
       vmt_monitor_enter(g->contended);
+      vmt_monitor_enter(g->inner);
       wait_at_gate(g);
+      vmt_monitor_exit(g->inner);
       vmt_monitor_exit(g->contended);
       break;
     case ROLE_BLOCKED:
@@ -112,6 +117,7 @@ static int group_stop(group_t *g) {
   }
   vmt_monitor_destroy(g->gate);
   if (g->contended) vmt_monitor_destroy(g->contended);
+  if (g->inner) vmt_monitor_destroy(g->inner);
   free(g);
   return joined;
 }
@@ -148,8 +154,10 @@ static group_t *group_new(JNIEnv *env, size_t count, bool contention) {
   g->count = count;
   int rc = vmt_monitor_create(&g->gate, "jvm-test-gate");
   if (rc == 0 && contention) rc = vmt_monitor_create(&g->contended, "jvm-test-contended");
+  if (rc == 0 && contention) rc = vmt_monitor_create(&g->inner, "jvm-test-inner");
   if (rc < 0) {
     if (g->gate) vmt_monitor_destroy(g->gate);
+    if (g->contended) vmt_monitor_destroy(g->contended);
     free(g);
     throw_state(env, "vmt_monitor_create", rc);
     return NULL;
@@ -189,12 +197,16 @@ NATIVE(jlong, startWorkers)(JNIEnv *env, jclass cls, jint n, jstring jcategory, 
   return (jlong)(intptr_t)g;
 }
 
-/* Thread 0 owns monitor "jvm-test-contended" and waits at the gate; thread 1 is blocked
- * entering it (or about to be: the test polls for BLOCKED). */
+/* The contention pair the walker describes (one at a time). */
+static _Atomic(vmt_monitor_t *) walked_contended;
+
+/* Thread 0 owns monitors "jvm-test-contended" and "jvm-test-inner" and waits at the gate;
+ * thread 1 is blocked entering the first (or about to be: the test polls for BLOCKED). */
 NATIVE(jlong, startContention)(JNIEnv *env, jclass cls) {
   (void)cls;
   group_t *g = group_new(env, 2, true);
   if (g == NULL) return 0;
+  atomic_store(&walked_contended, g->contended);
   int rc = group_start_one(g, 0, ROLE_OWNER, "jvm-test-owner", "app", false);
   if (rc == 0) {
     group_await_ready(g, 1);  /* the owner holds the monitor now */
@@ -228,7 +240,10 @@ NATIVE(jlong, workerCpuTime)(JNIEnv *env, jclass cls, jlong handle, jint i) {
 
 NATIVE(jint, stopWorkers)(JNIEnv *env, jclass cls, jlong handle) {
   (void)env, (void)cls;
-  return group_stop((group_t *)(intptr_t)handle);
+  group_t *g = (group_t *)(intptr_t)handle;
+  vmt_monitor_t *mine = g->contended;
+  atomic_compare_exchange_strong(&walked_contended, &mine, NULL);
+  return group_stop(g);
 }
 
 /* ---- The C side's own answers ---------------------------------------------------------- */
@@ -302,20 +317,87 @@ NATIVE(void, detachCurrent)(JNIEnv *env, jclass cls) {
 
 /* ---- A VM's stack walker ------------------------------------------------------------------ */
 
-/* Threads of category "interp" are "interpreting" two frames of a guest language. */
-static int interp_walker(vmt_thread_t *t, vmt_stack_frame_t *frames, int32_t max, void *ctx) {
+/* Guest frames: threads of category "interp" run two frames of a guest language; the
+ * contention pair's owner holds "jvm-test-contended" from its frame 1 (which the walker says)
+ * and "jvm-test-inner" (which it does not, so the runtime puts it at frame 0); the blocked
+ * thread has one frame. */
+static int guest_walker(vmt_thread_t *t, vmt_stack_frame_t *frames, int32_t max, void *ctx) {
   (void)ctx;
-  static const vmt_stack_frame_t guest[] = {
+  static const vmt_stack_frame_t interp[] = {
       {.function = "demo.Interpreter.run", .file = "Interpreter.vm", .line = 42, .pc = 0},
       {.function = "demo.Main.main", .file = "Main.vm", .line = 7, .pc = 0},
   };
-  if (strcmp(vmt_thread_category(t), "interp") != 0) return 0;
-  int32_t n = max < 2 ? max : 2;
+  static const vmt_stack_frame_t owner[] = {
+      {.function = "demo.Owner.hold", .file = "Owner.vm", .line = 12, .pc = 0},
+      {.function = "demo.Main.main", .file = "Main.vm", .line = 7, .pc = 0},
+  };
+  static const vmt_stack_frame_t blocked[] = {
+      {.function = "demo.Blocked.enter", .file = "Blocked.vm", .line = 3, .pc = 0},
+  };
+  const vmt_stack_frame_t *guest = NULL;
+  int32_t depth = 0;
+  if (strcmp(vmt_thread_category(t), "interp") == 0) {
+    guest = interp, depth = 2;
+  } else if (strcmp(vmt_thread_name(t), "jvm-test-owner") == 0) {
+    guest = owner, depth = 2;
+  } else if (strcmp(vmt_thread_name(t), "jvm-test-blocked") == 0) {
+    guest = blocked, depth = 1;
+  }
+  int32_t n = max < depth ? max : depth;
   for (int32_t i = 0; i < n; i++) frames[i] = guest[i];
+  vmt_monitor_t *contended = atomic_load(&walked_contended);
+  if (guest == owner && n == 2 && contended != NULL) vmt_mx_frame_holds_monitor(1, contended);
   return n;
 }
 
 NATIVE(void, setStackWalker)(JNIEnv *env, jclass cls, jboolean on) {
   (void)env, (void)cls;
-  vmt_mx_set_stack_walker(on ? interp_walker : NULL, NULL);
+  vmt_mx_set_stack_walker(on ? guest_walker : NULL, NULL);
+}
+
+/* ---- The SIGQUIT dump, as a VM would enable it ------------------------------------------ */
+
+static FILE *sigquit_out;
+
+NATIVE(void, enableSigquitDump)(JNIEnv *env, jclass cls, jstring jpath) {
+  (void)cls;
+  const char *path = (*env)->GetStringUTFChars(env, jpath, NULL);
+  if (path == NULL) return;
+  FILE *f = fopen(path, "w");
+  (*env)->ReleaseStringUTFChars(env, jpath, path);
+  if (f == NULL) {
+    throw_state(env, "fopen", errno);
+    return;
+  }
+  setvbuf(f, NULL, _IOLBF, 0);  /* each line reaches the file as it is written */
+  int rc = vmt_mx_enable_sigquit_dump(f);
+  if (rc < 0) {
+    fclose(f);
+    throw_state(env, "vmt_mx_enable_sigquit_dump", rc);
+    return;
+  }
+  sigquit_out = f;
+}
+
+NATIVE(void, disableSigquitDump)(JNIEnv *env, jclass cls) {
+  (void)cls;
+  int rc = vmt_mx_disable_sigquit_dump();
+  if (sigquit_out != NULL) fclose(sigquit_out);
+  sigquit_out = NULL;
+  if (rc < 0) throw_state(env, "vmt_mx_disable_sigquit_dump", rc);
+}
+
+/* The text dump from C (this library shares libvmthread.so.0 with the bridge). */
+NATIVE(jstring, threadDump)(JNIEnv *env, jclass cls) {
+  (void)cls;
+  char *text = NULL;
+  size_t len = 0;
+  int rc = vmt_mx_thread_dump_to_string(&text, &len);
+  if (rc < 0) {
+    throw_state(env, "vmt_mx_thread_dump_to_string", rc);
+    return NULL;
+  }
+  jstring out = (*env)->NewStringUTF(env, text);
+  free(text);
+  return out;
 }

@@ -17,8 +17,9 @@ final class TestNatives {
   static native long startWorkers(int n, String category, boolean daemon, long burnNanos,
       long allocBytes);
 
-  /** Thread 0 "jvm-test-owner" owns monitor "jvm-test-contended" and waits at the gate;
-   *  thread 1 "jvm-test-blocked" blocks entering it. */
+  /** Thread 0 "jvm-test-owner" owns monitors "jvm-test-contended" (entered, the walker says,
+   *  at its guest frame 1) and "jvm-test-inner" and waits at the gate; thread 1
+   *  "jvm-test-blocked" blocks entering "jvm-test-contended". */
   static native long startContention();
 
   static native long[] workerIds(long handle);
@@ -39,6 +40,14 @@ final class TestNatives {
   static native long attachCurrent(String name);
   static native void detachCurrent();
 
-  /** A stack walker giving threads of category "interp" two guest frames. */
+  /** A stack walker giving guest frames to threads of category "interp" (two) and to the
+   *  contention pair (two for the owner, one for the blocked thread). */
   static native void setStackWalker(boolean on);
+
+  /** vmt_mx_enable_sigquit_dump into the file at path, as a VM would enable it. */
+  static native void enableSigquitDump(String path);
+  static native void disableSigquitDump();
+
+  /** vmt_mx_thread_dump_to_string, called from this library. */
+  static native String threadDump();
 }
