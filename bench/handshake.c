@@ -1,0 +1,432 @@
+/*
+ * bench/handshake.c: the C floors under issue #14's VM-service latencies, and the table the
+ * vmthread rows join. bench/java/VmServicesBench.java measures HotSpot's side of the same
+ * questions (hotspot_stack_trace, hotspot_suspend, hotspot_safepoint) with the same targets
+ * and configurations.
+ *
+ * bench "handshake", unit us: one request from the main thread to one target thread that is
+ * running (spinning in a loop with a poll check), parked (vmt_park) or in native (read(2) on a
+ * pipe that gets no data), with idle_threads = 0, 1,000, 10,000 parked runtime threads (10,000
+ * not in --quick) and running_threads = 0 (1 and 2 with --long, at 0 idle threads) spinning
+ * threads besides the requester and the target. Every row carries both keys.
+ *
+ *   poll_round_trip   running target: the requester stores a request into the target's poll
+ *                     word; the target's loop sees it at its next check and stores an ack; the
+ *                     requester spins until it sees the ack (yielding after 1000 checks, for
+ *                     the running_threads rows). Two cache-line transfers: the floor of a
+ *                     handshake the target runs itself.
+ *   safe_cas_parked   parked / native target, which published "safe" in its state word before
+ *   safe_cas_native   blocking: the requester claims it (CAS safe -> held), would run the
+ *                     operation on its behalf, and releases it (store safe). The floor of a
+ *                     handshake the requester runs for a blocked target (HotSpot's
+ *                     try_process); a target that wakes meanwhile waits until it is released.
+ *
+ * bench "handshake.poll_cost", unit ns/iter: the same dependent loop (a 64-bit LCG step, a
+ * latency-bound chain as in most JIT'd loops) without and with a poll check per iteration
+ * (loop_plain, loop_poll_word: a load of a thread-local word, a test and a predicted branch to
+ * a never-taken slow path), in batches of POLL_BATCH iterations, interleaved batch by batch.
+ * Issue #14: "the poll costs <= 1% on a loop benchmark".
+ *
+ * Adding vmthread's rows is a table line each: HS_VARIANTS takes the target kind, the running
+ * target's loop (or the blocked target's block step) and the timed request; LOOP_VARIANTS a
+ * loop function. Names for issue #14's rows, to pair with the HotSpot rows of the same
+ * configuration: vmt_handshake_{running,parked,native} (a synchronous handshake), vmt_suspend_
+ * and vmt_resume_{running,parked,native} (bench "handshake.suspend"), loop_vmt_poll, and a
+ * walk of one thread's stack inside a handshake as vmt_stack_trace_{running,parked,native}.
+ *
+ * Method: a running target publishes its progress every 1024 iterations and the requester waits
+ * for new progress before each request, so a request never finds it descheduled or still
+ * blocked from the previous one. Variants are measured one target at a time (a spinning target
+ * would otherwise compete with the others), in BLOCKS alternating blocks per configuration so
+ * that load from elsewhere falls on all of them alike.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench/harness.h"
+#include "vmthread.h"
+
+#define BLOCKS 5
+#define POLL_BATCH 10000
+#define PROGRESS_MASK 1023u
+/* Small stacks: 10,000 idle threads at the default 8 MB would be 80 GB of address space. */
+#define IDLE_STACK (128 * 1024)
+
+typedef enum { HS_RUNNING, HS_PARKED, HS_NATIVE } hs_kind_t;
+
+enum { STATE_RUNNING, STATE_SAFE, STATE_HELD };
+
+typedef struct hs_target {
+  hs_kind_t kind;
+  vmt_thread_t *thread;
+  int pipe[2];                              /* HS_NATIVE: read end, write end */
+  _Alignas(64) _Atomic uint64_t poll_word;  /* written by the requester */
+  _Alignas(64) _Atomic uint64_t ack;        /* written by the target */
+  _Atomic uint32_t state;                   /* STATE_*: written by both */
+  _Atomic uint64_t progress;                /* running target: iterations / 1024 */
+  _Atomic bool stop;
+  _Atomic bool ready;
+  uint64_t seq;                             /* requester's last request */
+  const struct hs_variant *variant;
+} hs_target_t;
+
+typedef struct hs_variant {
+  const char *name;
+  hs_kind_t kind;
+  /* HS_RUNNING: the target's loop until t->stop. HS_PARKED / HS_NATIVE: one blocking step
+   * (the body calls it until t->stop; halting wakes it). */
+  void (*body_step)(hs_target_t *t);
+  int64_t (*request)(hs_target_t *t); /* one timed request; its ns */
+} hs_variant_t;
+
+static void die(const char *what, int err) {
+  fprintf(stderr, "handshake: %s: %s\n", what, strerror(err < 0 ? -err : err));
+  exit(1);
+}
+
+#define LCG(v) ((v) * 6364136223846793005ull + 1442695040888963407ull)
+
+/* ---- The C floors ------------------------------------------------------------------------ */
+
+/* Never called in a measurement (no slow path is ever armed there), but compiled in, so the
+ * loop pays for the call's register pressure as a VM's poll does. */
+__attribute__((noinline)) static void poll_slow(_Atomic uint64_t *word) {
+  atomic_store_explicit(word, 0, memory_order_relaxed);
+}
+
+static void spin_poll_word(hs_target_t *t) {
+  uint64_t v = 1, i = 0;
+  while (!atomic_load_explicit(&t->stop, memory_order_relaxed)) {
+    v = LCG(v);
+    uint64_t req = atomic_load_explicit(&t->poll_word, memory_order_acquire);
+    if (__builtin_expect(req != 0, 0)) {
+      atomic_store_explicit(&t->poll_word, 0, memory_order_relaxed);
+      atomic_store_explicit(&t->ack, req, memory_order_release);
+    }
+    if ((++i & PROGRESS_MASK) == 0) atomic_store_explicit(&t->progress, i, memory_order_relaxed);
+  }
+  VMTB_SINK(v);
+}
+
+static int64_t request_poll_word(hs_target_t *t) {
+  uint64_t seq = ++t->seq;
+  int64_t t0 = vmtb_now_ns();
+  atomic_store_explicit(&t->poll_word, seq, memory_order_release);
+  /* Spins; after a few microseconds (the round trip is ~0.2 us) it yields too, so that a target
+   * that lost its CPU to a running thread gets it back within the row instead of after a time
+   * slice: a requester that only spins measures the scheduler, not the round trip. */
+  for (unsigned i = 0; atomic_load_explicit(&t->ack, memory_order_acquire) != seq; i++)
+    if (i >= 1000) sched_yield();
+  return vmtb_now_ns() - t0;
+}
+
+/* Leaves the safe state, waiting while a requester holds it (what a VM's transition does). */
+static void leave_safe(hs_target_t *t) {
+  uint32_t safe = STATE_SAFE;
+  while (!atomic_compare_exchange_weak(&t->state, &safe, STATE_RUNNING)) safe = STATE_SAFE;
+}
+
+static void park_safe(hs_target_t *t) {
+  atomic_store(&t->state, STATE_SAFE);
+  vmt_park(0);
+  leave_safe(t);
+}
+
+static void read_safe(hs_target_t *t) {
+  char c;
+  atomic_store(&t->state, STATE_SAFE);
+  ssize_t n = read(t->pipe[0], &c, 1);
+  VMTB_SINK(n);
+  leave_safe(t);
+}
+
+static int64_t request_safe_cas(hs_target_t *t) {
+  int64_t t0 = vmtb_now_ns();
+  uint32_t safe = STATE_SAFE;
+  while (!atomic_compare_exchange_weak(&t->state, &safe, STATE_HELD)) safe = STATE_SAFE;
+  /* (the operation would run here, with the target held in its safe state) */
+  atomic_store(&t->state, STATE_SAFE);
+  return vmtb_now_ns() - t0;
+}
+
+static const hs_variant_t HS_VARIANTS[] = {
+    {"poll_round_trip", HS_RUNNING, spin_poll_word, request_poll_word},
+    {"safe_cas_parked", HS_PARKED, park_safe, request_safe_cas},
+    {"safe_cas_native", HS_NATIVE, read_safe, request_safe_cas},
+};
+#define N_HS (sizeof(HS_VARIANTS) / sizeof(HS_VARIANTS[0]))
+
+/* ---- Targets and spinners ----------------------------------------------------------------- */
+
+static void *target_main(void *arg) {
+  hs_target_t *t = arg;
+  atomic_store(&t->ready, true);
+  if (t->kind == HS_RUNNING) {
+    t->variant->body_step(t);
+  } else {
+    while (!atomic_load(&t->stop)) t->variant->body_step(t);
+  }
+  return NULL;
+}
+
+static hs_target_t *target_start(const hs_variant_t *v) {
+  hs_target_t *t = aligned_alloc(64, sizeof(*t));
+  if (t == NULL) die("aligned_alloc", ENOMEM);
+  memset(t, 0, sizeof(*t));
+  t->kind = v->kind;
+  t->variant = v;
+  t->pipe[0] = t->pipe[1] = -1;
+  if (v->kind == HS_NATIVE && pipe2(t->pipe, O_CLOEXEC) != 0) die("pipe2", errno);
+  int rc = vmt_thread_start(&t->thread, target_main, t);
+  if (rc) die("vmt_thread_start", rc);
+  while (!atomic_load(&t->ready)) sched_yield();
+  if (v->kind != HS_RUNNING) {
+    /* Safe published, and a moment to get into the kernel. */
+    while (atomic_load(&t->state) != STATE_SAFE) sched_yield();
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  return t;
+}
+
+/* Returns once a running target made progress since the call: it is on a CPU, in its loop.
+ * A short spin, then sched_yield: the target may be waiting for this very CPU. */
+static void await_progress(hs_target_t *t) {
+  if (t->kind != HS_RUNNING) return;
+  uint64_t seen = atomic_load_explicit(&t->progress, memory_order_relaxed);
+  int64_t deadline = vmtb_now_ns() + 10 * 1000000000LL;
+  for (unsigned i = 0; atomic_load_explicit(&t->progress, memory_order_relaxed) == seen; i++) {
+    if (i < 100) continue;
+    if (vmtb_now_ns() > deadline) die("a running target made no progress for 10 s", EDEADLK);
+    sched_yield();
+  }
+}
+
+static void target_halt(hs_target_t *t) {
+  atomic_store(&t->stop, true);
+  if (t->kind == HS_PARKED) vmt_unpark(t->thread);
+  if (t->kind == HS_NATIVE && write(t->pipe[1], "x", 1) != 1) die("write", errno);
+  vmt_thread_join(t->thread, NULL);
+  vmt_thread_release(t->thread);
+  if (t->kind == HS_NATIVE) {
+    close(t->pipe[0]);
+    close(t->pipe[1]);
+  }
+  free(t);
+}
+
+/* ---- Idle threads ------------------------------------------------------------------------- */
+
+typedef struct idle_pool {
+  vmt_thread_t **threads;
+  int count;
+  _Atomic int parked;
+  _Atomic bool stop;
+} idle_pool_t;
+
+static void *idle_main(void *arg) {
+  idle_pool_t *p = arg;
+  atomic_fetch_add(&p->parked, 1);
+  while (!atomic_load(&p->stop)) vmt_park(0);
+  return NULL;
+}
+
+/* Grows the pool to n threads; false (with a message) when the OS refuses. */
+static bool idle_grow(const vmtb_options_t *o, idle_pool_t *p, int n) {
+  vmt_thread_t **grown = realloc(p->threads, (size_t)n * sizeof(*grown));
+  if (grown == NULL) die("realloc", ENOMEM);
+  p->threads = grown;
+  vmt_thread_options_t opt = {.flags = VMT_THREAD_OPT_NAME | VMT_THREAD_OPT_STACK_SIZE,
+                              .name = "idle",
+                              .stack_size = IDLE_STACK};
+  while (p->count < n) {
+    int rc = vmt_thread_start_ex(&p->threads[p->count], &opt, idle_main, p);
+    if (rc) {
+      vmtb_note(o, "handshake: cannot start %d idle threads (%s at %d): rows skipped", n,
+                strerror(-rc), p->count);
+      return false;
+    }
+    p->count++;
+  }
+  while (atomic_load(&p->parked) < p->count) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  return true;
+}
+
+static void idle_close(idle_pool_t *p) {
+  atomic_store(&p->stop, true);
+  for (int i = 0; i < p->count; i++) vmt_unpark(p->threads[i]);
+  for (int i = 0; i < p->count; i++) {
+    vmt_thread_join(p->threads[i], NULL);
+    vmt_thread_release(p->threads[i]);
+  }
+  free(p->threads);
+}
+
+/* ---- Measurement -------------------------------------------------------------------------- */
+
+typedef struct cfg {
+  size_t warmup, samples, contended_samples, poll_samples;
+  int idle_levels[3];
+  int n_idle_levels;
+  int max_running;
+} cfg_t;
+
+static void report_row(const vmtb_options_t *o, const char *bench, const char *variant,
+                       const char *unit, double *s, size_t n, const char *extra) {
+  vmtb_result_t r = {.bench = bench, .variant = variant, .unit = unit};
+  vmtb_stats(s, n, &r);
+  vmtb_report(o, &r, extra);
+}
+
+/* Every HS_VARIANTS row at one configuration. */
+static void hs_config(const vmtb_options_t *o, const cfg_t *c, int idle, int running) {
+  size_t n = running ? c->contended_samples : c->samples;
+  size_t per_block = (n + BLOCKS - 1) / BLOCKS;
+  double *s = calloc(N_HS * n, sizeof(double));
+  if (s == NULL) die("calloc", ENOMEM);
+  size_t done[N_HS] = {0};
+  int64_t start = vmtb_now_ns();
+  char title[120];
+  snprintf(title, sizeof(title), "one request to one target, %d idle, %d running threads (us)",
+           idle, running);
+  vmtb_table_header(o, title);
+  for (int b = 0; b < BLOCKS; b++) {
+    for (size_t k = 0; k < N_HS; k++) {
+      const hs_variant_t *v = &HS_VARIANTS[(k + (size_t)b) % N_HS];
+      size_t vi = (size_t)(v - HS_VARIANTS);
+      hs_target_t *t = target_start(v);
+      hs_target_t *spinners[2];
+      for (int i = 0; i < running; i++) spinners[i] = target_start(&HS_VARIANTS[0]);
+      size_t warm = b == 0 ? c->warmup : c->warmup / 10;
+      for (size_t i = 0; i < warm; i++) {
+        await_progress(t);
+        VMTB_SINK(v->request(t));
+      }
+      for (size_t i = 0; i < per_block && done[vi] < n; i++) {
+        await_progress(t);
+        s[vi * n + done[vi]++] = (double)v->request(t) / 1000.0;
+      }
+      for (int i = 0; i < running; i++) target_halt(spinners[i]);
+      target_halt(t);
+    }
+  }
+  vmtb_note(o, "handshake: %d idle, %d running threads: %zu samples per row in %.1f s", idle,
+            running, n, (double)(vmtb_now_ns() - start) / 1e9);
+  char extra[80];
+  snprintf(extra, sizeof(extra), "\"idle_threads\":%d,\"running_threads\":%d", idle, running);
+  for (size_t vi = 0; vi < N_HS; vi++)
+    report_row(o, "handshake", HS_VARIANTS[vi].name, "us", &s[vi * n], done[vi], extra);
+  free(s);
+}
+
+/* ---- The poll's cost on a loop ------------------------------------------------------------- */
+
+static _Thread_local _Atomic uint64_t poll_word_tls;
+
+static uint64_t loop_plain(uint64_t v, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    v = LCG(v);
+    __asm__ __volatile__("" : "+r"(v)); /* keeps the loop a loop: no closed form */
+  }
+  return v;
+}
+
+static uint64_t loop_poll_word(uint64_t v, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    v = LCG(v);
+    __asm__ __volatile__("" : "+r"(v));
+    if (__builtin_expect(atomic_load_explicit(&poll_word_tls, memory_order_relaxed) != 0, 0))
+      poll_slow(&poll_word_tls);
+  }
+  return v;
+}
+
+typedef struct loop_variant {
+  const char *name;
+  uint64_t (*loop)(uint64_t v, size_t n);
+} loop_variant_t;
+
+static const loop_variant_t LOOP_VARIANTS[] = {
+    {"loop_plain", loop_plain},
+    {"loop_poll_word", loop_poll_word},
+};
+#define N_LOOP (sizeof(LOOP_VARIANTS) / sizeof(LOOP_VARIANTS[0]))
+
+static void poll_cost(const vmtb_options_t *o, const cfg_t *c) {
+  size_t n = c->poll_samples;
+  double *s = calloc(N_LOOP * n, sizeof(double));
+  if (s == NULL) die("calloc", ENOMEM);
+  uint64_t v = 1;
+  for (long r = -(long)(n / 10); r < (long)n; r++) {
+    for (size_t k = 0; k < N_LOOP; k++) {
+      size_t li = (k + (size_t)(r + (long)n)) % N_LOOP;
+      int64_t t0 = vmtb_now_ns();
+      v = LOOP_VARIANTS[li].loop(v, POLL_BATCH);
+      int64_t t1 = vmtb_now_ns();
+      if (r >= 0) s[li * n + (size_t)r] = (double)(t1 - t0) / POLL_BATCH;
+    }
+  }
+  VMTB_SINK(v);
+  vmtb_table_header(o, "a dependent loop without and with a poll check (ns per iteration)");
+  char extra[40];
+  snprintf(extra, sizeof(extra), "\"batch\":%d", POLL_BATCH);
+  double plain_p50 = 0;
+  for (size_t li = 0; li < N_LOOP; li++) {
+    vmtb_result_t r = {.bench = "handshake.poll_cost", .variant = LOOP_VARIANTS[li].name,
+                       .unit = "ns/iter"};
+    vmtb_stats(&s[li * n], n, &r);
+    vmtb_report(o, &r, extra);
+    if (li == 0) plain_p50 = r.p50;
+    else vmtb_note(o, "%s / loop_plain at p50: %.4f", r.variant, r.p50 / plain_p50);
+  }
+  free(s);
+}
+
+int main(int argc, char **argv) {
+  vmtb_options_t o;
+  vmtb_parse_args(argc, argv, &o, NULL);
+  /* Rows with running threads only with --long: with a spinning requester, a spinning target
+   * and more spinners than the 2 CPUs, a round trip waits for the scheduler to run requester
+   * and target at once: 10-140 ms per sample in runs of this file on 2026-12-01 on this
+   * shared machine (seconds per row, for a figure that only says "the scheduler"). */
+  cfg_t c = {.warmup = 300, .samples = 2000, .contended_samples = 50, .poll_samples = 2000,
+             .idle_levels = {0, 1000, 10000}, .n_idle_levels = 3, .max_running = 0};
+  if (o.quick)
+    c = (cfg_t){.warmup = 50, .samples = 200, .contended_samples = 10, .poll_samples = 300,
+                .idle_levels = {0, 1000}, .n_idle_levels = 2, .max_running = 0};
+  if (o.longrun)
+    c = (cfg_t){.warmup = 1000, .samples = 20000, .contended_samples = 200,
+                .poll_samples = 20000, .idle_levels = {0, 1000, 10000}, .n_idle_levels = 3,
+                .max_running = 2};
+  if (!o.json) vmtb_describe_machine(stdout);
+  vmt_thread_t *self;
+  int rc = vmt_thread_attach(NULL, &self);
+  if (rc) die("vmt_thread_attach", rc);
+
+  poll_cost(&o, &c);
+  idle_pool_t pool = {0};
+  for (int l = 0; l < c.n_idle_levels; l++) {
+    int idle = c.idle_levels[l];
+    int64_t t0 = vmtb_now_ns();
+    if (!idle_grow(&o, &pool, idle)) break;
+    vmtb_note(&o, "handshake: %d idle threads started in %.1f s", idle,
+              (double)(vmtb_now_ns() - t0) / 1e9);
+    hs_config(&o, &c, idle, 0);
+    for (int running = 1; idle == 0 && running <= c.max_running; running++)
+      hs_config(&o, &c, idle, running);
+  }
+  idle_close(&pool);
+  vmt_thread_detach();
+  return 0;
+}
