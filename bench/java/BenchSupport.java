@@ -13,8 +13,10 @@
 
 package vmtbench;
 
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 
@@ -23,6 +25,41 @@ final class BenchSupport {
     }
 
     static final String JVM_VERSION = System.getProperty("java.vm.version", "unknown");
+
+    /** --json: JSON lines only on stdout (progress goes to stderr). */
+    static boolean json;
+    /** --quick: fewer samples. */
+    static boolean quick;
+
+    /** Reads --quick and --json; anything else prints "usage: java USAGE [--quick] [--json]", exits 2. */
+    static void parseArgs(String[] args, String usage) {
+        for (String a : args) {
+            switch (a) {
+                case "--quick": quick = true; break;
+                case "--json": json = true; break;
+                default:
+                    System.err.println("usage: java " + usage + " [--quick] [--json]");
+                    System.exit(2);
+            }
+        }
+    }
+
+    private static final List<Row> EMITTED = new ArrayList<>();
+
+    /** A finished row: its JSON line now with --json, else a line of the table finish() prints. */
+    static void emit(Row r) {
+        EMITTED.add(r);
+        if (json) {
+            emitJson(r);
+        }
+    }
+
+    /** Without --json, the table of every row emit() got. */
+    static void finish() {
+        if (!json) {
+            printRows(EMITTED);
+        }
+    }
 
     // Results are folded in here by the benchmarks so the JIT cannot prove a call's result
     // unused and drop it (nanoTime is an intrinsic; the MXBean calls are native).
@@ -137,5 +174,20 @@ final class BenchSupport {
 
     static void emitJson(Row r) {
         System.out.println(toJson(r));
+    }
+
+    /** Rows for people: one line each, the statistics in the row's unit, then the extra keys. */
+    static void printRows(List<Row> rows) {
+        System.out.println(String.format(Locale.ROOT, "%-22s %-30s %-5s %7s %10s %10s %10s %10s %10s %10s  %s",
+                "bench", "variant", "unit", "samples", "min", "p50", "p90", "p99", "p99.9", "max", "extra"));
+        for (Row r : rows) {
+            StringBuilder extra = new StringBuilder();
+            for (Map.Entry<String, Object> e : r.extra.entrySet()) {
+                extra.append(' ').append(e.getKey()).append('=').append(e.getValue());
+            }
+            System.out.println(String.format(Locale.ROOT, "%-22s %-30s %-5s %7d %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %s",
+                    r.bench, r.variant, r.unit, r.samples, r.min == null ? 0 : r.min, r.p50, r.p90, r.p99, r.p999,
+                    r.max, extra));
+        }
     }
 }
