@@ -32,6 +32,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import bench_check  # noqa: E402
+import safepoint_log  # noqa: E402
 
 USAGE = """scripts/bench [--quick | --long] [--no-java | --jdk DIR ...] [--out DIR] [--publish]
                      [--only NAME,...]
@@ -756,10 +757,16 @@ def main(argv):
                                                    os.path.join(run_dir, name + ".log"))
         found = []
         rows = parse_rows(lines, name, found)
+        # Rows that name a -Xlog:safepoint file get HotSpot's own times as companion rows.
+        derived, log_problems = safepoint_log.derive_rows(rows, run_dir)
+        failures.extend("%s: %s" % (name, p) for p in log_problems)
+        rows += derived
         with open(results_path, "a", encoding="utf-8") as f:
             for line in lines:
                 if line.strip():
                     f.write(line if line.endswith("\n") else line + "\n")
+            for r in derived:
+                f.write(json.dumps(r) + "\n")
         status = "done"
         if timed_out:
             failures.append("%s timed out after %s" % (name, fmt_elapsed(took)))
