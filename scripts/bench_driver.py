@@ -65,9 +65,15 @@ BENCH_TIMEOUT_S = {"quick": 300, "default": 900, "long": 3600}
 # ---------------------------------------------------------------------------------------------
 # The headline ratios: (label, numerator, denominator, comparison, limit, source). A side is
 # (bench, variant, statistic) or (bench, variant, statistic, {extra key: value}) to pick one
-# row among several that share a variant. comparison None means "reported, no threshold".
+# row among several that share a variant; the key "jvm_major" picks a JDK's rows by the major
+# version in their "jvm" key (17, 25) instead of the run's primary JDK, which the sides
+# without it use. comparison None means "reported, no threshold".
 # Thresholds are the issues' "done when" figures; the denominator is always the row the
 # issue compares against, so ">= 20" reads "numerator is at least 20x the denominator".
+HS17, HS25 = {"jvm_major": 17}, {"jvm_major": 25}
+# One request to a target at 0 idle and 0 running threads (bench/handshake.c,
+# bench/java/VmServicesBench.java).
+QUIET = {"idle_threads": 0, "running_threads": 0}
 HEADLINE_RATIOS = [
     ("cpu_time: /proc parse / vmthread fast user time, p50",
      ("cpu_time", "proc_stat", "p50"), ("cpu_time", "vmt_user_fast", "p50"), ">=", 20, "#3"),
@@ -126,17 +132,79 @@ HEADLINE_RATIOS = [
     ("HotSpot Thread.start+join / vmthread start+join, median",
      ("hotspot_thread_start", "start_join_1000", "p50"), ("thread_start", "vmthread", "p50"),
      None, None, "#7"),
+    # #14: HotSpot's requests to a running thread against the C floor (a poll-word round trip
+    # with a spinning requester); the poll check's own cost on a loop.
+    ("handshake: HotSpot 17 getStackTrace (a safepoint) of a running thread / poll-word "
+     "round trip, p50",
+     ("hotspot_stack_trace", "get_stack_trace_running", "p50", dict(QUIET, **HS17)),
+     ("handshake", "poll_round_trip", "p50", QUIET), None, None, "#14"),
+    ("handshake: HotSpot 25 getStackTrace (a handshake) of a running thread / poll-word "
+     "round trip, p50",
+     ("hotspot_stack_trace", "get_stack_trace_running", "p50", dict(QUIET, **HS25)),
+     ("handshake", "poll_round_trip", "p50", QUIET), None, None, "#14"),
+    ("handshake: HotSpot 25 JVMTI SuspendThread of a running thread / poll-word round trip, p50",
+     ("hotspot_suspend", "jvmti_suspend_running", "p50", dict(QUIET, **HS25)),
+     ("handshake", "poll_round_trip", "p50", QUIET), None, None, "#14"),
+    ("handshake: a loop with a poll-word check / without, p50",
+     ("handshake.poll_cost", "loop_poll_word", "p50"),
+     ("handshake.poll_cost", "loop_plain", "p50"), None, None, "#14"),
+    # #15: wake-ups against the C floors, vmthread's calls of today against HotSpot.
+    ("wake: vmt_unpark -> vmt_park returns / futex wake floor, p50",
+     ("wake", "vmt_unpark", "p50"), ("wake", "futex_wake", "p50"), "<=", 1.1, "#15"),
+    ("wake: a thread's exit -> vmt_thread_join returns / raw pthread_join, p50",
+     ("wake", "vmt_exit_join", "p50"), ("wake", "pthread_exit_join", "p50"), "<=", 1.2, "#15"),
+    ("wake: vmt_unpark / HotSpot 17 unpark, p50",
+     ("wake", "vmt_unpark", "p50"), ("hotspot_wake", "unpark", "p50", HS17), "<=", 1.0, "#15"),
+    ("wake: vmt_unpark / HotSpot 25 unpark, p50",
+     ("wake", "vmt_unpark", "p50"), ("hotspot_wake", "unpark", "p50", HS25), "<=", 1.0, "#15"),
+    ("wake: exit -> vmt_thread_join / HotSpot 17 exit -> join, p50",
+     ("wake", "vmt_exit_join", "p50"), ("hotspot_wake", "exit_join", "p50", HS17),
+     "<=", 1.0, "#15"),
+    ("wake: exit -> vmt_thread_join / HotSpot 25 exit -> join, p50",
+     ("wake", "vmt_exit_join", "p50"), ("hotspot_wake", "exit_join", "p50", HS25),
+     "<=", 1.0, "#15"),
+    ("wake: HotSpot 17 interrupt -> Thread.sleep throws / futex wake floor, p50",
+     ("hotspot_wake", "interrupt_sleep", "p50", HS17), ("wake", "futex_wake", "p50"),
+     None, None, "#15"),
+    ("wake: HotSpot 25 interrupt -> Thread.sleep throws / futex wake floor, p50",
+     ("hotspot_wake", "interrupt_sleep", "p50", HS25), ("wake", "futex_wake", "p50"),
+     None, None, "#15"),
+    ("wake: pthread_kill -> nanosleep EINTR / futex wake floor, p50",
+     ("wake", "pthread_kill_nanosleep", "p50"), ("wake", "futex_wake", "p50"), None, None, "#15"),
+    ("wake: HotSpot 17 exit -> join / raw pthread_join, p50",
+     ("hotspot_wake", "exit_join", "p50", HS17), ("wake", "pthread_exit_join", "p50"),
+     None, None, "#15"),
+    ("wake: HotSpot 25 exit -> join / raw pthread_join, p50",
+     ("hotspot_wake", "exit_join", "p50", HS25), ("wake", "pthread_exit_join", "p50"),
+     None, None, "#15"),
 ]
 
-# Single values an issue bounds (an extra key of one row): (label, (bench, variant, key),
-# comparison, limit, source).
+# Single values an issue bounds (an extra key of one row): (label, (bench, variant, key) or
+# (bench, variant, key, {extra key: value}), comparison, limit, source); comparison None:
+# reported, no threshold.
 HEADLINE_VALUES = [
     ("timers: TSC counter drift against CLOCK_MONOTONIC, |ppm|",
      ("timers", "vmt_counter", "drift_ppm"), "<", 50, "#3"),
+] + [
+    # #15: "1 ms timed blocking overshoot <= 20 us at p50 and <= 100 us at p99".
+    ("wake.timed: %s overshoot of 1 ms, %s (us)" % (call, stat),
+     ("wake.timed", variant, "overshoot_%s_us" % stat), "<=", limit, "#15")
+    for call, variant in (("vmt_sleep_ns", "vmt_sleep_1ms"), ("vmt_park", "vmt_park_1ms"),
+                          ("vmt_monitor_wait", "vmt_wait_1ms"))
+    for stat, limit in (("p50", 20), ("p99", 100))
+] + [
+    ("wake.timed: %s overshoot of 1 ms, p50 (us)" % what, ref, None, None, "#15")
+    for what, ref in (
+        ("nanosleep, default timer slack", ("wake.timed", "nanosleep_1ms", "overshoot_p50_us")),
+        ("nanosleep, timer slack 1 ns",
+         ("wake.timed", "nanosleep_1ms_slack_1ns", "overshoot_p50_us")),
+        ("HotSpot 17 Thread.sleep", ("hotspot_wake.timed", "sleep_1ms", "overshoot_p50_us", HS17)),
+        ("HotSpot 25 Thread.sleep", ("hotspot_wake.timed", "sleep_1ms", "overshoot_p50_us", HS25)))
 ]
 
 # vmthread next to HotSpot, per method: (method, vmthread (bench, variant), HotSpot (bench,
-# variant)). The ratio printed is HotSpot / vmthread: how many times faster vmthread is.
+# variant)); either side may add {extra key: value} to pick one row among several of a
+# variant. The ratio printed is HotSpot / vmthread: how many times faster vmthread is.
 HOTSPOT_COMPARISON = [
     ("current thread user time", ("cpu_time", "vmt_user_consistent"),
      ("hotspot", "current_user_time")),
@@ -148,6 +216,16 @@ HOTSPOT_COMPARISON = [
     ("monotonic nanoseconds", ("timers", "vmt_counter_cached"), ("hotspot", "nano_time")),
     ("start+join, 1000 threads (us/thread)", ("thread_start", "vmthread"),
      ("hotspot_thread_start", "start_join_1000")),
+    ("unpark -> park returns (us)", ("wake", "vmt_unpark"), ("hotspot_wake", "unpark")),
+    ("notify -> wait returns (us)", ("wake", "vmt_notify"), ("hotspot_wake", "notify")),
+    ("a thread's exit -> join returns (us)", ("wake", "vmt_exit_join"),
+     ("hotspot_wake", "exit_join")),
+    ("1 ms sleep, actual duration (us)", ("wake.timed", "vmt_sleep_1ms"),
+     ("hotspot_wake.timed", "sleep_1ms")),
+    ("1 ms park, actual duration (us)", ("wake.timed", "vmt_park_1ms"),
+     ("hotspot_wake.timed", "park_nanos_1ms")),
+    ("1 ms monitor wait, actual duration (us)", ("wake.timed", "vmt_wait_1ms"),
+     ("hotspot_wake.timed", "wait_1ms")),
 ]
 
 # Published figures next to this run's: (figure, source, unit, published before, published
@@ -477,6 +555,21 @@ def java_benchmarks(java_dir=JAVA_DIR):
     return sorted(found, key=lambda c: (c["name"] != "HotSpotBench", c["name"]))
 
 
+def with_build_targets(classes):
+    """The classes whose "bench-build" targets exist; the others are skipped with a message.
+    A target may exist only on some machines (the JVMTI agent needs the JDK headers that
+    //third_party:jdk.bzl looks for), and a missing one would fail the whole build."""
+    kept = []
+    for c in classes:
+        missing = [t for t in c["build"] if bazel("query", t).returncode != 0]
+        if missing:
+            print("scripts/bench: %s skipped: %s not defined here (no JDK headers found by "
+                  "//third_party:jdk.bzl?)" % (c["name"], ", ".join(missing)), flush=True)
+        else:
+            kept.append(c)
+    return kept
+
+
 def expand(arg, subst):
     for k, v in subst.items():
         arg = arg.replace(k, v)
@@ -526,17 +619,36 @@ def print_bench_tables(out, rows):
         out.table(header, table, align=["l", "l"] + ["r"] * (len(TABLE_STATS) + 1) + ["l"])
 
 
+def jvm_major(row):
+    """The major version of the JVM a row comes from (its "jvm" key, java.vm.version), or None."""
+    m = re.match(r"(\d+)", str(row.get("jvm", "")))
+    return int(m.group(1)) if m else None
+
+
+def matches(row, where):
+    return all((jvm_major(row) if k == "jvm_major" else row.get(k)) == v
+               for k, v in (where or {}).items())
+
+
 def find_row(rows, bench, variant, where=None):
     """(row, None) or (None, reason) for a (bench, variant[, extras]) reference."""
     if not any(r["bench"] == bench for r in rows):
         return None, "benchmark %s not in this run" % bench
     found = [r for r in rows if r["bench"] == bench and r["variant"] == variant
-             and all(r.get(k) == v for k, v in (where or {}).items())]
+             and matches(r, where)]
+    name = "%s/%s%s" % (bench, variant, " (%s)" % ", ".join(
+        "%s=%s" % kv for kv in sorted(where.items())) if where else "")
     if not found:
-        return None, "no row %s/%s in this run" % (bench, variant)
+        return None, "no row %s in this run" % name
     if len(found) > 1:
-        return None, "%d rows match %s/%s" % (len(found), bench, variant)
+        return None, "%d rows match %s" % (len(found), name)
     return found[0], None
+
+
+def rows_for(ref, primary_rows, all_rows):
+    """The rows a reference is looked up in: every JDK's when it names one, else the primary's."""
+    where = ref[3] if len(ref) > 3 else {}
+    return all_rows if all_rows is not None and "jvm_major" in where else primary_rows
 
 
 def lookup(rows, ref):
@@ -558,14 +670,15 @@ def verdict(value, op, limit):
     return "PASS" if ok else "MISS"
 
 
-def headline(rows):
-    """[(label, value text, wanted text, verdict, source)] computed from this run's rows."""
+def headline(rows, all_rows=None):
+    """[(label, value text, wanted text, verdict, source)] computed from this run's rows: the
+    primary JDK's (rows), and every JDK's (all_rows) for references that name one."""
     lines = []
     for label, num, den, op, limit, source in HEADLINE_RATIOS:
-        nv, nrow, why = lookup(rows, num)
+        nv, nrow, why = lookup(rows_for(num, rows, all_rows), num)
         dv = drow = None
         if why is None:
-            dv, drow, why = lookup(rows, den)
+            dv, drow, why = lookup(rows_for(den, rows, all_rows), den)
         if why is None and nrow["unit"] != drow["unit"]:
             why = "units differ (%s vs %s)" % (nrow["unit"], drow["unit"])
         if why is None and dv <= 0:
@@ -578,9 +691,9 @@ def headline(rows):
         lines.append((label, "%s (%s / %s %s)" % (fmt_ratio(ratio), fmt_num(nv), fmt_num(dv),
                                                       nrow["unit"]),
                       wanted, verdict(ratio, op, limit), source))
-    for label, (bench, variant, key), op, limit, source in HEADLINE_VALUES:
-        v, row, why = lookup(rows, (bench, variant, key))
-        wanted = "%s %s" % (op, fmt_num(limit))
+    for label, ref, op, limit, source in HEADLINE_VALUES:
+        v, row, why = lookup(rows_for(ref, rows, all_rows), ref)
+        wanted = "%s %s" % (op, fmt_num(limit)) if op else "-"
         if why is not None:
             lines.append((label, "n/a (%s)" % why, wanted, "n/a", source))
             continue
@@ -615,11 +728,12 @@ def published(rows):
 def comparison(rows):
     """(table rows, notes on the methods that could not be compared)."""
     table, notes = [], []
-    for method, (vb, vv), (hb, hv) in HOTSPOT_COMPARISON:
-        vrow, why = find_row(rows, vb, vv)
+    for method, vside, hside in HOTSPOT_COMPARISON:
+        (vb, vv), (hb, hv) = vside[:2], hside[:2]
+        vrow, why = find_row(rows, vb, vv, vside[2] if len(vside) > 2 else None)
         hrow = None
         if why is None:
-            hrow, why = find_row(rows, hb, hv)
+            hrow, why = find_row(rows, hb, hv, hside[2] if len(hside) > 2 else None)
         if why is None and vrow["unit"] != hrow["unit"]:
             why = "units differ"
         if why is not None:
@@ -699,6 +813,8 @@ def main(argv):
         except ValueError as e:
             print("scripts/bench: --jdk: %s" % e, file=sys.stderr)
             return 2
+    if jdks:
+        java_classes = with_build_targets(java_classes)
 
     # Run directory.
     results_root = os.path.join(ROOT, "results")
@@ -864,7 +980,7 @@ def main(argv):
               published(primary_rows), align=["l"] * 5)
 
     out.section("Summary: headline ratios of this run (thresholds from the issues)")
-    summary = headline(primary_rows)
+    summary = headline(primary_rows, all_rows)
     out.table(["ratio", "this run", "wanted", "verdict", "issue"],
               [list(s) for s in summary], align=["l", "l", "l", "l", "l"])
     counts = {v: sum(1 for s in summary if s[3] == v) for v in ("PASS", "MISS", "n/a")}

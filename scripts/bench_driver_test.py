@@ -46,12 +46,29 @@ class Tables(unittest.TestCase):
                   ("timers", "<=", 3), ("thread_start", ">=", 1.2),
                   ("thread_start", "<=", 1.15), ("thread_start", "<=", 1.10),
                   ("monitors.uncontended", "<=", 1.3), ("monitors.uncontended", "<=", 1.05),
-                  ("management", "<=", 1.3), ("management", ">=", 15)}
+                  ("management", "<=", 1.3), ("management", ">=", 15),
+                  ("wake", "<=", 1.1), ("wake", "<=", 1.2), ("wake", "<=", 1.0)}
         have = {(num[0], op, limit) for _, num, _, op, limit, _ in d.HEADLINE_RATIOS}
         self.assertLessEqual(wanted, have)
-        # #3's drift bound is a single value, not a ratio.
-        self.assertIn(("timers", "<", 50),
-                      {(ref[0], op, limit) for _, ref, op, limit, _ in d.HEADLINE_VALUES})
+        # #3's drift bound and #15's overshoot bounds are single values, not ratios.
+        values = {(ref[0], ref[2], op, limit) for _, ref, op, limit, _ in d.HEADLINE_VALUES}
+        self.assertLessEqual({("timers", "drift_ppm", "<", 50),
+                              ("wake.timed", "overshoot_p50_us", "<=", 20),
+                              ("wake.timed", "overshoot_p99_us", "<=", 100)}, values)
+
+    def test_value_specs_are_well_formed(self):
+        for label, ref, op, limit, source in d.HEADLINE_VALUES:
+            self.assertIn(len(ref), (3, 4), label)
+            self.assertIn(op, ("<", "<=", None), label)
+            self.assertEqual(op is None, limit is None, label)
+            self.assertTrue(source.startswith("#"), label)
+
+    def test_comparison_specs_are_well_formed(self):
+        for method, vside, hside in d.HOTSPOT_COMPARISON:
+            for side in (vside, hside):
+                self.assertIn(len(side), (2, 3), method)
+                self.assertTrue(all(isinstance(x, str) for x in side[:2]), method)
+            self.assertTrue(hside[0].startswith("hotspot"), method)
 
 
 class Headline(unittest.TestCase):
@@ -120,6 +137,64 @@ class Headline(unittest.TestCase):
         self.assertEqual(summary_line(rows, "timers: TSC counter drift")[3], "PASS")
         rows[0]["drift_ppm"] = 50.0  # #3: "stays under 50 ppm"
         self.assertEqual(summary_line(rows, "timers: TSC counter drift")[3], "MISS")
+
+
+class PerJdk(unittest.TestCase):
+    # What the driver passes: the primary JDK's rows (17 here) and every JDK's.
+    C = [row("wake", "futex_wake", 5.0, unit="us"), row("wake", "vmt_unpark", 5.4, unit="us")]
+    HS17 = [row("hotspot_wake", "unpark", 4.0, unit="us", jvm="17.0.15+6-Debian-1deb12u1"),
+            row("hotspot_wake", "interrupt_sleep", 10.0, unit="us",
+                jvm="17.0.15+6-Debian-1deb12u1")]
+    HS25 = [row("hotspot_wake", "unpark", 6.0, unit="us", jvm="25.0.3+9-LTS"),
+            row("hotspot_wake", "interrupt_sleep", 15.0, unit="us", jvm="25.0.3+9-LTS")]
+
+    def line(self, label, primary, every):
+        found = [s for s in d.headline(primary, every) if s[0] == label]
+        self.assertEqual(len(found), 1, label)
+        return found[0]
+
+    def test_jvm_major_picks_that_jdks_row(self):
+        primary, every = self.C + self.HS17, self.C + self.HS17 + self.HS25
+        l17 = self.line("wake: vmt_unpark / HotSpot 17 unpark, p50", primary, every)
+        l25 = self.line("wake: vmt_unpark / HotSpot 25 unpark, p50", primary, every)
+        self.assertEqual((l17[1][:5], l17[3]), ("1.35x", "MISS"))
+        self.assertEqual((l25[1][:5], l25[3]), ("0.90x", "PASS"))
+        report = self.line("wake: HotSpot 25 interrupt -> Thread.sleep throws / futex wake "
+                           "floor, p50", primary, every)
+        self.assertEqual((report[1][:5], report[2], report[3]), ("3.00x", "-", "report"))
+
+    def test_a_jdk_not_in_the_run_is_na_and_named(self):
+        line = self.line("wake: vmt_unpark / HotSpot 25 unpark, p50", self.C + self.HS17,
+                         self.C + self.HS17)
+        self.assertEqual(line[3], "n/a")
+        self.assertIn("no row hotspot_wake/unpark (jvm_major=25)", line[1])
+
+    def test_jvm_major_parses_the_version(self):
+        self.assertEqual(d.jvm_major({"jvm": "25.0.3+9-LTS"}), 25)
+        self.assertEqual(d.jvm_major({"jvm": "17.0.15+6-Debian-1deb12u1"}), 17)
+        self.assertIsNone(d.jvm_major({}))
+
+    def test_report_only_value(self):
+        rows = [row("wake.timed", "nanosleep_1ms", 1083.0, unit="us", overshoot_p50_us=83.0)]
+        line = self.line("wake.timed: nanosleep, default timer slack overshoot of 1 ms, p50 (us)",
+                         rows, rows)
+        self.assertEqual(line[1:4], ("83", "-", "report"))
+
+    def test_comparison_side_may_pick_a_row(self):
+        rows = [row("wake", "vmt_unpark", 2.0, unit="us"),
+                row("hotspot_wake", "unpark", 4.0, unit="us", idle_threads=0),
+                row("hotspot_wake", "unpark", 8.0, unit="us", idle_threads=1000)]
+        saved = d.HOTSPOT_COMPARISON
+        try:
+            d.HOTSPOT_COMPARISON = [("m", ("wake", "vmt_unpark"),
+                                     ("hotspot_wake", "unpark", {"idle_threads": 1000}))]
+            self.assertEqual(d.comparison(rows)[0][0][5], "4.00x")
+            d.HOTSPOT_COMPARISON = [("m", ("wake", "vmt_unpark"), ("hotspot_wake", "unpark"))]
+            table, notes = d.comparison(rows)
+            self.assertEqual(table[0][5], "n/a")
+            self.assertIn("2 rows match hotspot_wake/unpark", notes[0])
+        finally:
+            d.HOTSPOT_COMPARISON = saved
 
 
 class Comparison(unittest.TestCase):
