@@ -22,6 +22,12 @@
 #   management_sweeps.svg       ns per thread of each management sweep (p50 / threads) against
 #                               the number of live threads (bench management, variants
 #                               <operation>_<threads> carrying a "threads" key)
+#   wake_latency.svg            percentile profile (us) of every bench "wake" row and HotSpot's
+#                               interrupt_sleep, unpark and exit_join (bench hotspot_wake)
+#   handshake_latency.svg       percentile profile (us) of the requests to a running target at
+#                               0 idle and 0 running threads: bench "handshake" (the poll-word
+#                               floor, vmthread's *_running rows), HotSpot's *_running rows of
+#                               hotspot_stack_trace and hotspot_suspend
 # In the profiles, vmthread's own methods (variant vmt_*) are solid thick lines, HotSpot's
 # dashed, the baselines (system calls, /proc) thin, the measuring overhead grey dotted: about
 # a dozen lines share one plot, and colour alone would not tell them apart.
@@ -174,6 +180,16 @@ if others:
     others.update(pick(lambda r: r["bench"] == "cpu_time" and r["variant"] == "timer_overhead"))
 write_profile("cpu_time_other", others)
 write_profile("timers", pick(lambda r: r["bench"] == "timers"))
+# Wake-ups: every C row, and the HotSpot rows that have a C floor or a vmthread row to face.
+write_profile("wake", pick(lambda r: r["bench"] == "wake" or (
+    r["bench"] == "hotspot_wake" and r["variant"] in ("interrupt_sleep", "unpark", "exit_join"))))
+# Requests to one running target with no idle and no other running threads.
+QUIET = {"idle_threads": 0, "running_threads": 0}
+write_profile("handshake", pick(lambda r: all(r.get(k) == v for k, v in QUIET.items()) and (
+    (r["bench"] == "handshake" and r["variant"].endswith("running")
+     or r["variant"] == "poll_round_trip")
+    or (r["bench"] in ("hotspot_stack_trace", "hotspot_suspend")
+        and r["variant"].endswith("_running")))))
 
 # Kudu's experiment only: rows that carry "live_threads" time single starts next to 1000
 # parked threads (the registry under readers), another question on another scale.
@@ -239,13 +255,13 @@ set key outside right top noenhanced
 '
 
 # Percentile profile on a log axis: the x positions are the rows of the table.
-profile() { # NAME OUTFILE TITLE
+profile() { # NAME OUTFILE TITLE [YLABEL]
     gnuplot <<EOF
 $common
 set output "$2"
 set title "$3"
 set xlabel "percentile"
-set ylabel "ns per call (log scale)"
+set ylabel "${4:-ns per call} (log scale)"
 set logscale y
 set format y "%g"
 set xrange [-0.3:5.3]
@@ -304,6 +320,22 @@ if [[ -f $tmp/timers.dat ]]; then
     made=$((made + 1))
 else
     echo "plot.sh: no timers rows: timer_tails.svg skipped"
+fi
+
+if [[ -f $tmp/wake.dat ]]; then
+    profile wake "$outdir/wake_latency.svg" \
+        "Wake-up latency, waker's call -> the woken thread runs (thin: C floors, dashed: HotSpot)" \
+        "us"
+    made=$((made + 1))
+else
+    echo "plot.sh: no wake rows: wake_latency.svg skipped"
+fi
+if [[ -f $tmp/handshake.dat ]]; then
+    profile handshake "$outdir/handshake_latency.svg" \
+        "One request to a running thread, no other threads (thin: C floor, dashed: HotSpot)" "us"
+    made=$((made + 1))
+else
+    echo "plot.sh: no handshake rows: handshake_latency.svg skipped"
 fi
 
 if [[ -f $tmp/management.dat ]]; then
