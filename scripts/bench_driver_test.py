@@ -7,6 +7,8 @@ known, and the declarative tables are checked for shape (a typo there would othe
 only as a silent "n/a"). Prints "N passed, M failed" like every script test.
 """
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -244,6 +246,24 @@ class JavaPrograms(unittest.TestCase):
         self.assertEqual(found[2]["jvm_args"], ["-Xlog:safepoint", "-agentpath:{bin}/a.so"])
         self.assertEqual(found[2]["build"], ["//bench:agent"])
         self.assertEqual(d.expand("-agentpath:{bin}/a.so", {"{bin}": "/b"}), "-agentpath:/b/a.so")
+
+    @unittest.skipUnless(shutil.which("javac") and shutil.which("java"), "no JDK on PATH")
+    def test_java_percentiles_are_the_c_harness_ranks(self):
+        # bench/harness.c's nearest rank: p99.9 of 1000 samples is the 999th, not the maximum
+        # (ceil(99.9 / 100.0 * 1000) is 1000 in binary floating point).
+        probe = ("package vmtbench; public final class RankProbe { public static void main(String[] a) {"
+                 " long[] s = new long[1000]; for (int i = 0; i < s.length; i++) s[i] = i + 1;"
+                 " long[] t = new long[10000]; for (int i = 0; i < t.length; i++) t[i] = i + 1;"
+                 " System.out.println(BenchSupport.nearestRank(s, 50) + \" \" + BenchSupport.nearestRank(s, 99.9)"
+                 " + \" \" + BenchSupport.nearestRank(t, 99.99) + \" \" + BenchSupport.nearestRank(s, 100)); } }")
+        with tempfile.TemporaryDirectory() as tmp:
+            with open(os.path.join(tmp, "RankProbe.java"), "w", encoding="utf-8") as f:
+                f.write(probe)
+            subprocess.run(["javac", "-d", tmp, os.path.join(tmp, "RankProbe.java"),
+                            os.path.join(d.JAVA_DIR, "BenchSupport.java")], check=True)
+            out = subprocess.run(["java", "-cp", tmp, "vmtbench.RankProbe"], check=True,
+                                 capture_output=True, text=True).stdout.split()
+        self.assertEqual(out, ["500", "999", "9999", "1000"])
 
     def test_the_repository_has_hotspotbench_first(self):
         self.assertEqual(d.java_benchmarks()[0]["name"], "HotSpotBench")

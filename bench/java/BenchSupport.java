@@ -84,7 +84,9 @@ final class BenchSupport {
 
     /** Nearest-rank percentile of an ascending array: the smallest value with at least p% at or below it. */
     static long nearestRank(long[] sorted, double p) {
-        int rank = (int) Math.ceil(p / 100.0 * sorted.length);
+        // bench/harness.c's rule: ceil would turn 99.9 / 100.0 * 1000 (999.0000000000001 in
+        // binary floating point) into rank 1000, the maximum, instead of the 999th sample.
+        int rank = (int) (p / 100.0 * sorted.length + 0.999999);
         if (rank < 1) {
             rank = 1;
         }
