@@ -27,10 +27,24 @@
  * The walk uses the runtime's internal registry API (runtime/registry/registry.h) because the
  * public management call sits in another module; it is the same loop.
  *
+ * Third part, the number of live threads (issue 12, item 17): start+join pairs, one at a time,
+ * with 10 and with 10,000 threads parked, for vmt_thread_start and for raw pthread_create. A
+ * vmthread round and a pthread round run back to back (who goes first alternates), and one
+ * sample of vmthread / pthread is taken from each such pair, so that load from elsewhere falls
+ * on both; the live count switches between 10,000 and 10 several times (cycles). What matters
+ * is vmthread's growth from 10 to 10,000 against raw pthread's in the same run (the kernel and
+ * glibc also cost more with more threads: that part is not the runtime's), that is the median
+ * vmthread / pthread at 10,000 over the same at 10. The parked threads are vmthreads with
+ * 64 KiB stacks (640 MB of address space, a few pages of memory each); the part is skipped,
+ * with a message, when the host's limits (RLIMIT_NPROC, threads-max, pid_max,
+ * vm.max_map_count) leave too little room.
+ *
  * VMTB_ONLY=<variant> (vmthread, handshake or pthread) runs only that variant's rounds and
- * skips the second part: for strace -c or perf on one variant.
+ * skips the other parts: for strace -c or perf on one variant. VMTB_ONLY=live runs only the
+ * third part.
  */
 #include <errno.h>
+#include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
@@ -274,6 +288,193 @@ static double starts_round(int n) {
   return (double)(vmtb_now_ns() - t0) / 1000.0 / n;
 }
 
+/* ---- part three: start+join against the number of live threads ---------------------------- */
+#define LIVE_FEW 10
+#define LIVE_MANY 10000
+#define PARKED_STACK ((size_t)64 * 1024)
+
+/* A gate the parked threads sleep on (futex) until it opens. */
+static _Atomic uint32_t gate_few, gate_many;
+
+static void *gated_body(void *arg) {
+  _Atomic uint32_t *gate = arg;
+  while (atomic_load_explicit(gate, memory_order_acquire) == 0) futex_wait(gate, 0);
+  return NULL;
+}
+
+static void gate_open(_Atomic uint32_t *gate) {
+  atomic_store_explicit(gate, 1, memory_order_release);
+  syscall(SYS_futex, (uint32_t *)gate, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+static long read_proc_long(const char *path) {
+  FILE *f = fopen(path, "r");
+  long v = -1;
+  if (f) {
+    if (fscanf(f, "%ld", &v) != 1) v = -1;
+    fclose(f);
+  }
+  return v;
+}
+
+/* NULL if the host has room for `want` more threads (with a margin for the other processes of
+ * a shared machine), else why not. */
+static const char *no_room_for(long want, char *why, size_t len) {
+  long margin = 2000;
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NPROC, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+      (long)rl.rlim_cur < want + margin) {
+    snprintf(why, len, "RLIMIT_NPROC is %ld, %ld threads wanted", (long)rl.rlim_cur, want);
+    return why;
+  }
+  static const struct {
+    const char *path;
+    long per_thread;
+  } limits[] = {{"/proc/sys/kernel/threads-max", 1},
+                {"/proc/sys/kernel/pid_max", 1},
+                {"/proc/sys/vm/max_map_count", 2}};  /* a stack and its guard page */
+  for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+    long v = read_proc_long(limits[i].path);
+    if (v >= 0 && v < limits[i].per_thread * want + margin) {
+      snprintf(why, len, "%s is %ld, %ld threads wanted", limits[i].path, v, want);
+      return why;
+    }
+  }
+  return NULL;
+}
+
+/* Starts n parked threads into out[]; the number started (short of n when the host refused). */
+static int park_threads(vmt_thread_t **out, int n, _Atomic uint32_t *gate, int *err) {
+  vmt_thread_options_t o = {.flags = VMT_THREAD_OPT_STACK_SIZE, .stack_size = PARKED_STACK};
+  for (int i = 0; i < n; i++) {
+    int rc = vmt_thread_start_ex(&out[i], &o, gated_body, (void *)gate);
+    if (rc) {
+      *err = rc;
+      return i;
+    }
+  }
+  return n;
+}
+
+static void unpark_threads(vmt_thread_t **t, int n, _Atomic uint32_t *gate) {
+  gate_open(gate);
+  for (int i = 0; i < n; i++) {
+    vmt_thread_join(t[i], NULL);
+    vmt_thread_release(t[i]);
+  }
+}
+
+static double pthread_starts_round(int n) {
+  int64_t t0 = vmtb_now_ns();
+  for (int i = 0; i < n; i++) {
+    pthread_t p;
+    int rc = pthread_create(&p, NULL, empty_body, NULL);
+    if (rc) die("pthread_create", rc);
+    pthread_join(p, NULL);
+  }
+  return (double)(vmtb_now_ns() - t0) / 1000.0 / n;
+}
+
+static void report_live_row(const vmtb_options_t *opts, const char *variant, const char *unit,
+                            double *samples, size_t n, int live, vmtb_result_t *res) {
+  char extra[64];
+  snprintf(extra, sizeof(extra), "\"live_threads\":%d", live);
+  *res = (vmtb_result_t){.bench = "thread_start", .variant = variant, .unit = unit};
+  vmtb_stats(samples, n, res);
+  vmtb_report(opts, res, extra);
+}
+
+enum { VM_FEW, PT_FEW, VM_MANY, PT_MANY, SERIES };  /* the series of part three */
+static void live_report(const vmtb_options_t *opts, double *const *x, size_t n);
+
+/* One phase: rounds of start+join pairs, vmthread and pthread back to back (who goes first
+ * alternates), into vm[at..], pt[at..]. */
+static void live_phase(double *vm, double *pt, size_t at, size_t rounds, int pairs) {
+  for (size_t r = 0; r < rounds; r++) {
+    bool vm_first = (at + r) % 2 == 0;
+    if (vm_first) vm[at + r] = starts_round(pairs);
+    pt[at + r] = pthread_starts_round(pairs);
+    if (!vm_first) vm[at + r] = starts_round(pairs);
+  }
+}
+
+static void live_scaling(const vmtb_options_t *opts) {
+  size_t cycles = opts->quick ? 3 : opts->longrun ? 11 : 5;
+  size_t per_cycle = opts->quick ? 5 : opts->longrun ? 21 : 11;
+  int pairs = opts->quick ? 50 : 100;
+  vmtb_note(opts,
+            "\nlive threads: start+join pairs (%d per round, one at a time) with %d and %d "
+            "parked threads, vmthread and raw pthread rounds back to back; %zu cycles of %zu "
+            "rounds per variant and live count",
+            pairs, LIVE_FEW, LIVE_MANY, cycles, per_cycle);
+  char why[160];
+  if (no_room_for(LIVE_MANY, why, sizeof(why))) {
+    vmtb_note(opts, "live threads: skipped (%s)", why);
+    return;
+  }
+  vmt_thread_t **few = calloc(LIVE_FEW, sizeof(*few));
+  vmt_thread_t **many = calloc(LIVE_MANY, sizeof(*many));
+  size_t n = cycles * per_cycle;
+  double *x[SERIES];
+  for (int k = 0; k < SERIES; k++) x[k] = calloc(n, sizeof(double));
+  int err = 0;
+  if (park_threads(few, LIVE_FEW, &gate_few, &err) != LIVE_FEW) die("vmt_thread_start", err);
+  starts_round(pairs);  /* warm-up */
+  pthread_starts_round(pairs);
+  bool skipped = false;
+  for (size_t c = 0; c < cycles && !skipped; c++) {
+    atomic_store(&gate_many, 0);
+    int got = park_threads(many, LIVE_MANY - LIVE_FEW, &gate_many, &err);
+    if (got != LIVE_MANY - LIVE_FEW) {
+      vmtb_note(opts, "live threads: skipped (start %d of %d parked threads: %s)", got + 1,
+                LIVE_MANY - LIVE_FEW, strerror(-err));
+      skipped = true;
+    } else {
+      live_phase(x[VM_MANY], x[PT_MANY], c * per_cycle, per_cycle, pairs);
+    }
+    unpark_threads(many, got, &gate_many);
+    if (!skipped) live_phase(x[VM_FEW], x[PT_FEW], c * per_cycle, per_cycle, pairs);
+  }
+  unpark_threads(few, LIVE_FEW, &gate_few);
+  free(few);
+  free(many);
+  if (!skipped) live_report(opts, x, n);
+  for (int k = 0; k < SERIES; k++) free(x[k]);
+}
+
+static void live_report(const vmtb_options_t *opts, double *const *x, size_t n) {
+  /* vmthread / pthread of back-to-back rounds: load from elsewhere falls on both alike. */
+  double *over_few = calloc(n, sizeof(double)), *over_many = calloc(n, sizeof(double));
+  for (size_t i = 0; i < n; i++) {
+    over_few[i] = x[VM_FEW][i] / x[PT_FEW][i];
+    over_many[i] = x[VM_MANY][i] / x[PT_MANY][i];
+  }
+  vmtb_table_header(opts, "thread_start: start+join (one at a time) by number of live threads "
+                          "(us/thread; samples = rounds)");
+  static const char *const names[SERIES] = {"start_join_10_live", "start_join_10_live_pthread",
+                                            "start_join_10000_live",
+                                            "start_join_10000_live_pthread"};
+  static const int lives[SERIES] = {LIVE_FEW, LIVE_FEW, LIVE_MANY, LIVE_MANY};
+  vmtb_result_t st[SERIES];
+  for (int k = 0; k < SERIES; k++) report_live_row(opts, names[k], "us/thread", x[k], n,
+                                                   lives[k], &st[k]);
+  vmtb_result_t of, om;
+  report_live_row(opts, "vmthread_over_pthread_10_live", "x", over_few, n, LIVE_FEW, &of);
+  report_live_row(opts, "vmthread_over_pthread_10000_live", "x", over_many, n, LIVE_MANY, &om);
+  vmtb_note(opts, "\n%d -> %d live threads, start+join per thread (medians): vmthread %.1f -> "
+            "%.1f us (%.2fx), pthread %.1f -> %.1f us (%.2fx)",
+            LIVE_FEW, LIVE_MANY, st[VM_FEW].p50, st[VM_MANY].p50,
+            st[VM_MANY].p50 / st[VM_FEW].p50, st[PT_FEW].p50, st[PT_MANY].p50,
+            st[PT_MANY].p50 / st[PT_FEW].p50);
+  vmtb_note(opts, "vmthread / pthread, back-to-back rounds (median [min..max]): %d live %.2fx "
+            "[%.2f..%.2f], %d live %.2fx [%.2f..%.2f]; growth of vmthread over pthread's %.2fx "
+            "(done when <= 1.10x)",
+            LIVE_FEW, of.p50, of.min, of.max, LIVE_MANY, om.p50, om.min, om.max,
+            om.p50 / of.p50);
+  free(over_few);
+  free(over_many);
+}
+
 /* ---- main ------------------------------------------------------------------------------ */
 enum { V_VMTHREAD, V_HANDSHAKE, V_PTHREAD, VARIANTS };
 static const char *const variant_names[VARIANTS] = {"vmthread", "handshake", "pthread"};
@@ -282,6 +483,11 @@ static round_t (*const rounds[VARIANTS])(void) = {round_vmthread, round_handshak
 int main(int argc, char **argv) {
   vmtb_options_t opts;
   vmtb_parse_args(argc, argv, &opts, NULL);
+  const char *only = getenv("VMTB_ONLY");
+  if (only && strcmp(only, "live") == 0) {
+    live_scaling(&opts);
+    return 0;
+  }
   size_t repeats = opts.quick ? 5 : opts.longrun ? 61 : 21;
   size_t reader_repeats = opts.quick ? 31 : opts.longrun ? 601 : 201;
   /* Beside a busy reader a start can wait a scheduler tick (4 ms) for a CPU: keep rounds short. */
@@ -301,7 +507,6 @@ int main(int argc, char **argv) {
     if (getenv("VMTB_ONLY") && strcmp(getenv("VMTB_ONLY"), variant_names[v]) != 0) continue;
     rounds[v]();  /* warm-up: stacks cached, records pooled, pages faulted in */
   }
-  const char *only = getenv("VMTB_ONLY");
   for (size_t r = 0; r < repeats; r++) {
     for (int k = 0; k < VARIANTS; k++) {
       int v = (int)((r + (size_t)k) % VARIANTS);  /* rotate who goes first */
@@ -451,5 +656,7 @@ int main(int argc, char **argv) {
             rmed[READER_PRIVATE] / rmed[READER_SPINNER]);
   vmtb_note(&opts, "  spinner / no reader (CPU taken by any busy thread) %5.2fx",
             rmed[READER_SPINNER] / rmed[READER_NONE]);
+  if (pinned) pthread_setaffinity_np(pthread_self(), sizeof(allowed), &allowed);
+  live_scaling(&opts);
   return 0;
 }

@@ -112,6 +112,20 @@ HEADLINE_RATIOS = [
     ("thread_start: starts beside a walker every 1 ms / beside no reader",
      ("thread_start", "starts_1000_live_walker_1ms", "p50"),
      ("thread_start", "starts_1000_live", "p50"), None, None, "#4"),
+    # #12 item 17: vmthread(10,000 live) / vmthread(10 live) against the same for raw pthread
+    # (the kernel and glibc also slow down with more threads). Written as (vmthread / pthread
+    # at 10,000) / (vmthread / pthread at 10): the same quantity, each row's sample being one
+    # vmthread round / the pthread round run back to back with it, which load from elsewhere
+    # hits alike.
+    ("thread_start: start+join growth from 10 to 10,000 live threads, vmthread / raw pthread",
+     ("thread_start", "vmthread_over_pthread_10000_live", "p50"),
+     ("thread_start", "vmthread_over_pthread_10_live", "p50"), "<=", 1.10, "#12"),
+    ("thread_start: vmthread start+join, 10,000 live / 10 live",
+     ("thread_start", "start_join_10000_live", "p50"),
+     ("thread_start", "start_join_10_live", "p50"), None, None, "#12"),
+    ("thread_start: raw pthread start+join, 10,000 live / 10 live",
+     ("thread_start", "start_join_10000_live_pthread", "p50"),
+     ("thread_start", "start_join_10_live_pthread", "p50"), None, None, "#12"),
     ("monitors: uncontended enter+exit / pthread mutex, p50",
      ("monitors.uncontended", "monitor enter+exit", "p50"),
      ("monitors.uncontended", "pthread_mutex lock+unlock", "p50"),

@@ -84,6 +84,14 @@ class Headline(unittest.TestCase):
         self.assertEqual(summary_line(rows, "cpu_time: /proc parse / vmthread fast user time, "
                                       "p50")[3], "MISS")
 
+    def test_live_thread_growth_is_a_ratio_of_growths(self):
+        rows = [row("thread_start", "vmthread_over_pthread_10000_live", 1.5, unit="x"),
+                row("thread_start", "vmthread_over_pthread_10_live", 1.4, unit="x")]
+        line = summary_line(rows, "thread_start: start+join growth from 10 to 10,000")
+        self.assertEqual((line[2], line[3], line[4]), ("<= 1.10x", "PASS", "#12"))
+        rows[0]["p50"] = 1.55
+        self.assertEqual(summary_line(rows, "thread_start: start+join growth")[3], "MISS")
+
     def test_upper_bound(self):
         rows = [row("thread_start", "vmthread", 46), row("thread_start", "pthread", 40)]
         self.assertEqual(summary_line(rows, "thread_start: vmthread start / raw")[3], "PASS")
