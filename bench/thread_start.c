@@ -211,13 +211,15 @@ static vmt__snapshot_t *private_snapshot;
 
 static void make_private_snapshot(void) {
   const vmt__snapshot_t *s = vmt__registry_acquire();
-  private_snapshot = malloc(sizeof(*s) + s->count * sizeof(s->threads[0]));
+  vmt_thread_t **copies = malloc((s->count + 1) * sizeof(*copies));
+  private_snapshot = calloc(1, sizeof(*private_snapshot));
   private_snapshot->count = s->count;
   for (size_t i = 0; i < s->count; i++) {
     vmt_thread_t *copy = malloc(sizeof(*copy));
     memcpy(copy, s->threads[i], sizeof(*copy));
-    private_snapshot->threads[i] = copy;
+    copies[i] = copy;
   }
+  private_snapshot->threads = copies;
   vmt__registry_release(s);
 }
 

@@ -33,12 +33,6 @@ _Atomic uint32_t vmt__fork_generation;
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static vmt_thread_t *pool_free;
 static size_t pool_free_count;
-static _Atomic int64_t next_id = 1;
-/* Internal threads (the SIGQUIT dump thread) count down from -1: they must not use up an id
- * that management shows (Java's ids are the application's threads', and a dump enabled before
- * the first start must not make that thread #2). The registry sorts them first; management
- * never looks an id <= 0 up (-EINVAL), so they cannot be found by id either. */
-static _Atomic int64_t next_internal_id = -1;
 
 vmt_thread_t *vmt__record_alloc(void) {
   if (vmt__fault_hit(VMT__FAULT_ALLOC) != 0) return NULL;
@@ -74,32 +68,39 @@ size_t vmt__record_pool_free_count(void) {
   return n;
 }
 
+/* "vmt-thread-" and an int64 in decimal, with its NUL. */
+#define DEFAULT_NAME_BYTES 32
+
 int vmt__record_init(vmt_thread_t *t, const vmt__thread_opts_t *o, vmt__thread_kind_t kind) {
-  t->id = kind == VMT__KIND_INTERNAL
-              ? atomic_fetch_sub_explicit(&next_internal_id, 1, memory_order_relaxed)
-              : atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed);
   t->kind = kind;
   t->daemon = o->daemon;
   t->priority = o->priority;
   t->category = vmt__category_intern(kind == VMT__KIND_INTERNAL ? "vmt-internal" : o->category);
-  char fallback[32];
-  const char *name = o->name;
-  size_t len = o->name_len;
-  if (name == NULL) {
-    len = (size_t)snprintf(fallback, sizeof(fallback), "vmt-thread-%lld", (long long)t->id);
-    name = fallback;
-  }
-  t->name = vmt__fault_hit(VMT__FAULT_ALLOC) == 0 ? malloc(len + 1) : NULL;
+  t->default_name = o->name == NULL;
+  size_t bytes = t->default_name ? DEFAULT_NAME_BYTES : o->name_len + 1;
+  t->name = vmt__fault_hit(VMT__FAULT_ALLOC) == 0 ? malloc(bytes) : NULL;
   if (t->name == NULL || t->category == NULL) {
     free(t->name);
     pool_put(t);
     return -ENOMEM;
   }
-  memcpy(t->name, name, len);
-  t->name[len] = '\0';
-  vmt_os_native_name(t->name, t->os_name);
+  if (t->default_name) {
+    t->name[0] = '\0';  /* written with the id */
+  } else {
+    memcpy(t->name, o->name, o->name_len);
+    t->name[o->name_len] = '\0';
+    vmt_os_native_name(t->name, t->os_name);
+  }
   atomic_store_explicit(&t->state, VMT_THREAD_NEW, memory_order_relaxed);
   return 0;
+}
+
+void vmt__record_set_id(vmt_thread_t *t, int64_t id) {
+  t->id = id;
+  if (!t->default_name) return;
+  snprintf(t->name, DEFAULT_NAME_BYTES, "vmt-thread-%lld", (long long)id);
+  /* An attached thread keeps its kernel name unless it was given one (thread_attach.c). */
+  if (t->kind != VMT__KIND_ATTACHED) vmt_os_native_name(t->name, t->os_name);
 }
 
 bool vmt__record_ref_if_live(vmt_thread_t *t) {

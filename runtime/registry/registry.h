@@ -103,6 +103,8 @@ struct vmt_thread {
   /* Registry bookkeeping (registry.c), written under the registry's writer lock. */
   uint64_t inserted_generation;      /* generation of the first snapshot that held it */
   uint64_t removed_generation;       /* generation of the last snapshot that held it */
+  size_t registry_slot;              /* index it was appended at (a later rebuild may move it) */
+  bool default_name;                 /* "vmt-thread-<id>", written once the id is known */
   /* The one list the record is on, in turn: the current snapshot's tombstones, the retired
    * records, the record pool. */
   struct vmt_thread *list_next;
@@ -125,20 +127,25 @@ enum { VMT__REG_NONE = 0, VMT__REG_IN, VMT__REG_TOMBSTONE };
 extern _Thread_local vmt_thread_t *vmt__current __attribute__((tls_model("initial-exec")));
 
 /* ---- Registry (registry.c) -------------------------------------------------------------- *
- * An immutable, id-sorted array of the live threads (counted and internal), replaced
- * copy-on-write by starts. An exit does not copy: it tombstones its record in place (the
- * record's registry_state), and a later start or compaction drops it. So a snapshot's array may
- * hold records that have left: walkers skip what vmt__thread_is_listed() refuses, lookups go
- * through vmt__snapshot_find(). A reader protects the current snapshot with a hazard pointer;
- * every record in a protected snapshot stays allocated (and is not recycled) until the reader
- * releases it. Starts and exits never wait for readers: retired snapshots and records are
- * reclaimed later.
+ * A snapshot is an immutable, id-sorted view of the live threads (counted and internal):
+ * threads[0..count). Walk it as an array; look ids up with vmt__snapshot_find() (or
+ * vmt__threads_lower_bound() on threads/count). Snapshots share storage: a start appends past
+ * the current count and publishes a new snapshot over the same entries, so the entries a
+ * snapshot covers never change, but `threads` of two snapshots may be equal and nothing may
+ * be written through it. An exit does not copy: it tombstones its record in place (the
+ * record's registry_state), and a later rebuild drops it. So a snapshot may hold records that
+ * have left: walkers skip what vmt__thread_is_listed() refuses, lookups go through
+ * vmt__snapshot_find(). A reader protects the current snapshot with a hazard pointer; every
+ * record in a protected snapshot, and its entries, stay allocated (and records are not
+ * recycled) until the reader releases it. Starts and exits never wait for readers: retired
+ * snapshots, arrays and records are reclaimed later.
  */
 typedef struct vmt__snapshot {
-  uint64_t generation;
+  vmt_thread_t *const *threads;       /* count entries sorted by id; may hold tombstones */
   size_t count;
-  struct vmt__snapshot *retire_next; /* retired-snapshot list (registry.c) */
-  vmt_thread_t *threads[];           /* sorted by id; may hold tombstoned records */
+  uint64_t generation;
+  struct vmt__snapshot *retire_next;  /* retired-snapshot list (registry.c) */
+  struct vmt__registry_array *array;  /* the storage threads points into (registry.c) */
 } vmt__snapshot_t;
 
 /* Up to VMT__HAZARDS_PER_THREAD snapshots may be held at once by one thread; acquiring more
@@ -152,9 +159,10 @@ void vmt__registry_release(const vmt__snapshot_t *snap);
 vmt_thread_t *vmt__snapshot_find(const vmt__snapshot_t *snap, int64_t id);
 /* Index of the first of threads[0..n) whose id is >= id (n if none; all entries non-NULL). */
 size_t vmt__threads_lower_bound(vmt_thread_t *const *threads, size_t n, int64_t id);
-/* Drops tombstoned records from the current snapshot, then reclaims every retired snapshot
- * and record no reader protects, waiting for a concurrent reclamation to finish. Starts and
- * exits do this themselves, amortised; tests call it. */
+/* Drops tombstoned records from the current snapshot (a rebuild, memory allowing), then
+ * reclaims every retired snapshot, array and record no reader protects, waiting for a
+ * concurrent reclamation to finish. Starts and exits do this themselves, amortised; tests call
+ * it. */
 void vmt__registry_reclaim(void);
 /* True for a thread management code lists (started or attached, counted, not internal, still
  * in the registry, not TERMINATED). */
@@ -185,8 +193,8 @@ typedef struct vmt__thread_opts {
 /* A zeroed record with magic set, from the type-stable pool (records are never returned to
  * malloc, so a stale handle reads a cleared magic instead of freed memory). NULL on -ENOMEM. */
 vmt_thread_t *vmt__record_alloc(void);
-/* Fills identity and attributes (id, name, category, os name). 0 or -ENOMEM; on failure the
- * record is returned to the pool. */
+/* Fills the attributes (name, category, os name, kind). 0 or -ENOMEM; on failure the record is
+ * returned to the pool. The id comes later, from vmt__registry_insert. */
 int vmt__record_init(vmt_thread_t *t, const vmt__thread_opts_t *o, vmt__thread_kind_t kind);
 /* Drops one internal reference; the last one frees the name and returns the record to the
  * pool (detaching its pthread if nobody joined it). */
@@ -195,12 +203,13 @@ void vmt__record_unref(vmt_thread_t *t);
 bool vmt__record_ref_if_live(vmt_thread_t *t);
 
 /* ---- Registry writer side (registry.c) ------------------------------------------------- */
-/* Makes t visible in a new snapshot (not yet counted). 0 or -ENOMEM. */
+/* Gives t its id and makes it visible in a new snapshot (not yet counted). 0 or -ENOMEM
+ * (nothing changed then). */
 int vmt__registry_insert(vmt_thread_t *t);
 /* Counts t as started and (unless it already left) live; internal threads are never counted. */
 void vmt__registry_count(vmt_thread_t *t);
-/* Uncounts t and tombstones it in the current snapshot; never fails. The next rebuild drops
- * it (this call rebuilds, allocating, only when tombstones crowd the snapshot); the registry's
+/* Uncounts t and tombstones it in the current snapshot; never fails. A later rebuild drops it
+ * (this call rebuilds, allocating, only when tombstones crowd the snapshot); the registry's
  * reference on t goes once no reader can see it. */
 void vmt__registry_remove(vmt_thread_t *t);
 

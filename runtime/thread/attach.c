@@ -50,7 +50,6 @@ int vmt_thread_attach(const vmt_thread_options_t *options, vmt_thread_t **out) {
   if (t == NULL) return -ENOMEM;
   rc = vmt__record_init(t, &o, VMT__KIND_ATTACHED);
   if (rc) return rc;
-  if (o.name == NULL) t->os_name[0] = '\0';
   /* The thread's own reference and the registry's; users hold none until they retain. */
   atomic_store_explicit(&t->refs, 2, memory_order_relaxed);
   t->start_time_ns = vmt_os_java_time_nanos();
