@@ -17,22 +17,11 @@ Libraries that contribute no objects (system libraries reached through linkopts,
 """
 
 load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
-
-def _objects(deps):
-    objs = []
-    seen = {}
-    for dep in deps:
-        for linker_input in dep[CcInfo].linking_context.linker_inputs.to_list():
-            for lib in linker_input.libraries:
-                for obj in (lib.pic_objects or lib.objects or []):
-                    if obj.path not in seen:
-                        seen[obj.path] = True
-                        objs.append(obj)
-    return objs
+load("//build:cc_objects.bzl", "cc_transitive_objects")
 
 def _cc_static_archive_impl(ctx):
     cc_toolchain = find_cpp_toolchain(ctx)
-    objs = _objects(ctx.attr.deps)
+    objs = cc_transitive_objects(ctx.attr.deps)
     if not objs:
         fail("cc_static_archive: no objects found in deps")
     out = ctx.outputs.out

@@ -36,6 +36,8 @@ static void probe(void) {
 }
 
 _Atomic unsigned vmt_os__proc_fallback;
+VMT__PROCESS_STATE(caps, .symbols = "caps init_once vmt_os__proc_fallback", .rule = VMT__FORK_KEEP,
+                   .fork = "the probes' answers hold in the child: same kernel, same machine");
 
 unsigned vmt_os__set_proc_fallback(unsigned mask) {
   vmt_os_init();

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "runtime/os.h"
+#include "runtime/process.h"
 
 /*
  * CPU clock ids (include/linux/posix-timers.h, stable since 2.6.12): ((~pid) << 3) | bits,

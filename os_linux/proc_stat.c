@@ -97,6 +97,8 @@ int vmt_os_proc_thread_times(pid_t tid, int64_t *user_ns, int64_t *sys_ns) {
   err = vmt_os_proc_stat_parse(buf, len, &t);
   if (err) return err;
   static _Atomic long ns_per_tick;
+  VMT__PROCESS_STATE(proc_tick, .symbols = "ns_per_tick", .rule = VMT__FORK_KEEP,
+                     .fork = "USER_HZ is the kernel's constant");
   long tick = atomic_load_explicit(&ns_per_tick, memory_order_relaxed);
   if (tick == 0) {
     long hz = sysconf(_SC_CLK_TCK);   /* USER_HZ: 100 on every Linux ABI */

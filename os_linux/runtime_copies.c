@@ -15,8 +15,8 @@
  *
  * The scan runs only when an object was loaded or unloaded since the last one (dl_phdr_info's
  * dlpi_adds and dlpi_subs, glibc 2.4): otherwise the markers found last time are read again,
- * which costs one dl_iterate_phdr callback. The cache is under cache_lock, which a fork child
- * re-initializes (pthread_atfork): a fork while another thread scanned must not leave it held.
+ * which costs one dl_iterate_phdr callback. The cache is under cache_lock, held across fork
+ * (runtime/process.h): a fork while another thread scanned must not leave it held.
  */
 #include <link.h>
 #include <pthread.h>
@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "runtime/os.h"
+#include "runtime/process.h"
 
 #define VMT_COPY_MAGIC 0x766d7463u   /* "vmtc" */
 #define VMT_COPY_LAYOUT 1u           /* bump when the marker's layout changes */
@@ -58,7 +59,6 @@ typedef struct found {
 } found_t;
 
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 static unsigned long long cache_adds = ~0ull, cache_subs = ~0ull;
 static found_t cache[CACHE_MAX];
 static size_t cache_count;
@@ -67,9 +67,16 @@ static bool cache_complete;   /* false: more copies than CACHE_MAX, scan every t
 static void fork_prepare(void) { pthread_mutex_lock(&cache_lock); }
 static void fork_parent(void) { pthread_mutex_unlock(&cache_lock); }
 static void fork_child(void) { pthread_mutex_init(&cache_lock, NULL); }
-static void register_fork_handlers(void) {
-  pthread_atfork(fork_prepare, fork_parent, fork_child);
-}
+VMT__PROCESS_STATE(copies_cache,
+                   .symbols = "cache_lock cache_adds cache_subs cache cache_count cache_complete",
+                   .rule = VMT__FORK_HOLD,
+                   .fork = "the cache is whole (held across fork) and still true: the child has "
+                           "the parent's objects loaded",
+                   .rank = VMT__RANK_PORT + 2, .prepare = fork_prepare, .parent = fork_parent,
+                   .child = fork_child);
+VMT__PROCESS_STATE(copies_marker, .symbols = "vmt_os__copy_marker", .rule = VMT__FORK_KEEP,
+                   .fork = "this copy's marker: in use stays in use (the forking thread may be a "
+                           "runtime thread, and the child may start more)");
 
 void vmt_os_copy_mark_in_use(void) {
   atomic_store_explicit(&vmt_os__copy_marker.in_use, 1, memory_order_release);
@@ -143,7 +150,6 @@ static int scan_object(struct dl_phdr_info *info, size_t size, void *arg) {
 }
 
 int32_t vmt_os_other_copies_in_use(char *path, size_t len) {
-  pthread_once(&fork_once, register_fork_handlers);
   pthread_mutex_lock(&cache_lock);
   scan_t s = {.first = true};
   dl_iterate_phdr(scan_object, &s);

@@ -117,18 +117,19 @@ void vmt_os_thread_mark_exiting(vmt_os_thread_t *ot) {
 /*
  * The calling thread's tid, cached per thread (gettid is a real syscall, ~100 ns here). glibc
  * dropped its own tid cache because of fork: the forking thread's cache would be stale in the
- * child, so a pthread_atfork child handler clears it.
+ * child, so the child handler clears it (before the thread package re-binds the surviving
+ * thread's record, which asks for the new tid: a higher rank runs first in the child).
  */
 static __thread pid_t cached_tid;
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 static void clear_after_fork(void) { cached_tid = 0; }
-static void register_atfork(void) { pthread_atfork(NULL, NULL, clear_after_fork); }
+VMT__PROCESS_STATE(cached_tid, .symbols = "cached_tid", .rule = VMT__FORK_RESET,
+                   .fork = "the forking thread's cached tid is cleared: the child has a new one",
+                   .rank = VMT__RANK_PORT + 1, .child = clear_after_fork);
 
 pid_t vmt_os_current_tid(void) {
   pid_t tid = cached_tid;
   if (__builtin_expect(tid != 0, 1)) return tid;
-  pthread_once(&atfork_once, register_atfork);
   tid = (pid_t)syscall(SYS_gettid);
   cached_tid = tid;
   return tid;

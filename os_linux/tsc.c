@@ -334,9 +334,28 @@ static __thread vmt_os__tsc_cache_t tls_cache
 
 /* fork(): a child must not inherit a recalibration in progress (an odd seqlock would make its
  * readers spin forever, a held writer lock would stop its recalibrations). The prepare handler
- * takes the writer lock, so no write section is open across fork; both sides release it. */
-static void fork_prepare(void) { pthread_mutex_lock(&global_clock.writer); }
-static void fork_release(void) { pthread_mutex_unlock(&global_clock.writer); }
+ * takes the writer lock, so no write section is open across fork; both sides release it. The
+ * lock exists once the TSC is in use; prepare says whether it took it (a fork concurrent with
+ * the probe may find the mode changed by the time fork returns). */
+static bool writer_held_for_fork;
+static void fork_prepare(void) {
+  writer_held_for_fork = atomic_load_explicit(&elapsed_mode, memory_order_acquire) == MODE_TSC;
+  if (writer_held_for_fork) pthread_mutex_lock(&global_clock.writer);
+}
+static void fork_release(void) {
+  if (writer_held_for_fork) pthread_mutex_unlock(&global_clock.writer);
+}
+VMT__PROCESS_STATE(tsc_clock, .symbols = "global_clock writer_held_for_fork",
+                   .rule = VMT__FORK_HOLD,
+                   .fork = "no recalibration is in progress across fork (its writer lock is "
+                           "held); the segments are the child's too (same TSC)",
+                   .rank = VMT__RANK_PORT, .prepare = fork_prepare, .parent = fork_release,
+                   .child = fork_release);
+VMT__PROCESS_STATE(tsc_mode,
+                   .symbols = "elapsed_mode elapsed_reason tls_cache vmt_os__tsc_real_env",
+                   .rule = VMT__FORK_KEEP,
+                   .fork = "the source decision and the forking thread's cached segment hold "
+                           "in the child");
 
 void vmt_os__elapsed_init(void) {
   const char *reason;
@@ -344,7 +363,6 @@ void vmt_os__elapsed_init(void) {
   if (vmt_os__tsc_decide(&vmt_os__tsc_real_env, &reason)) {
     if (vmt_os__tsc_clock_init(&global_clock, &vmt_os__tsc_real_env) == 0) {
       mode = MODE_TSC;
-      pthread_atfork(fork_prepare, fork_release, fork_release);
     } else {
       reason = "the TSC did not advance during calibration";
     }

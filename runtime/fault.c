@@ -6,6 +6,8 @@
 
 #include <pthread.h>
 
+#include "runtime/process.h"
+
 _Atomic int vmt__fault_armed;
 
 static pthread_mutex_t fault_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -18,6 +20,14 @@ static struct {
   void (*hook)(void *);
   void *hook_arg;
 } plans[VMT__FAULT_SITE_COUNT];
+
+/* Not held across fork: hooks run under fault_lock, and a test's hook may be the very thing that
+ * waits for a fork to happen. Only tests ever take it. */
+static void fault_fork_child(void) { pthread_mutex_init(&fault_lock, NULL); }
+VMT__PROCESS_STATE(fault, .symbols = "vmt__fault_armed plans fault_lock",
+                   .rule = VMT__FORK_REINIT,
+                   .fork = "the seams' lock is re-initialised; the plans are kept (only tests arm them)",
+                   .rank = VMT__RANK_FAULT, .child = fault_fork_child);
 
 int vmt__fault_check_slow(vmt__fault_site_t site) {
   if ((unsigned)site >= VMT__FAULT_SITE_COUNT) return 0;

@@ -2,13 +2,18 @@
  * test/install_program.c: a host VM in miniature, built by test/install_test.sh with plain
  * `cc $(pkg-config --cflags --libs vmthread)` against an installed copy of the library (no
  * Bazel flags, no internal headers). It attaches its main thread, starts one thread with a
- * category, parks it on a monitor, reads it back through the management API, then lets it go
- * and joins it. Prints one "ok"/"not ok" line per check and exits 1 if any failed.
+ * category, parks it on a monitor, reads it back through the management API, forks (the fork
+ * handlers are rows in a linker section: they must survive the archive's and the shared
+ * library's links), then lets it go and joins it. Prints one "ok"/"not ok" line per check and
+ * exits 1 if any failed.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <vmthread.h>
 
@@ -98,6 +103,20 @@ int main(void) {
   check(vmt_mx_get_thread_cpu_time(id, &cpu) == 0 && cpu >= 0,
         "management: the live worker has a CPU time");
   check(vmt_mx_get_thread_cpu_time(0, &cpu) == -EINVAL, "management: id 0 is -EINVAL");
+
+  /* The child has only the forking thread, re-bound to its new tid; nothing it calls here
+   * allocates (a sanitizer's allocator is not reset at fork). */
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0)
+    _exit(vmt_thread_tid(self) == getpid() && vmt_mx_get_thread_count() == live_before &&
+                  vmt_thread_state(t) == VMT_THREAD_TERMINATED
+              ? 0
+              : 1);
+  int status = 0;
+  check(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+            WEXITSTATUS(status) == 0,
+        "fork: the child counts only the forking thread, under its new tid");
 
   vmt_monitor_enter(ctx.mon);
   ctx.released = 1;

@@ -18,6 +18,10 @@ static _Atomic bool alloc_enabled = true;
  * smaller; HotSpot keeps the same high-water mark in jmm_GetTotalThreadAllocatedMemory
  * (JDK 21, services/management.cpp) so that the total never decreases. */
 static _Atomic int64_t total_high_water;
+VMT__PROCESS_STATE(alloc_switch, .symbols = "alloc_enabled total_high_water",
+                   .rule = VMT__FORK_KEEP,
+                   .fork = "the setting holds; the total never goes below what the parent "
+                           "reported, though the vanished threads' counters are gone");
 
 bool vmt_mx_is_thread_allocated_memory_supported(void) { return vmt__alloc_supported(); }
 

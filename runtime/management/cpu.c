@@ -15,6 +15,8 @@
 
 /* HotSpot enables thread CPU time by default (ThreadService::_thread_cpu_time_enabled). */
 static _Atomic bool cpu_time_enabled = true;
+VMT__PROCESS_STATE(cpu_switch, .symbols = "cpu_time_enabled", .rule = VMT__FORK_KEEP,
+                   .fork = "the setting holds in the child");
 
 bool vmt__mx_cpu_time_enabled(void) {
   return atomic_load_explicit(&cpu_time_enabled, memory_order_relaxed);

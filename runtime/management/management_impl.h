@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/process.h"
 #include "runtime/registry/registry.h"
 #include "runtime/sync/sync.h"
 #include "runtime/thread/thread.h"

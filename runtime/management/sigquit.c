@@ -52,6 +52,11 @@ static _Atomic bool sq_stop;
 static void (*_Atomic sq_chain_action)(int, siginfo_t *, void *);
 static void (*_Atomic sq_chain_handler)(int);
 static _Atomic bool sq_chain_once;
+VMT__PROCESS_STATE(sigquit,
+                   .symbols = "sq_lock sq_enabled sq_read_fd sq_write_fd_owned sq_previous "
+                              "sq_thread sq_out sq_write_fd sq_in_handler sq_stop "
+                              "sq_chain_action sq_chain_handler sq_chain_once",
+                   .rule = VMT__FORK_KEEP, .fork = "inherited as it is");
 
 static void sq_handler(int sig, siginfo_t *info, void *context) {
   int saved_errno = errno;

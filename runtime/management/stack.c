@@ -40,6 +40,9 @@
 static pthread_rwlock_t walker_lock = PTHREAD_RWLOCK_INITIALIZER;
 static vmt_mx_stack_walker_fn walker;
 static void *walker_ctx;
+VMT__PROCESS_STATE(walker, .symbols = "walker_lock walker walker_ctx current_walk",
+                   .rule = VMT__FORK_KEEP,
+                   .fork = "inherited as it is");
 
 /* The reports of the walker call in progress on this thread. Not initial-exec: it is touched
  * once per walker call, and the model the library's hot variables need is no use here. */

@@ -41,11 +41,17 @@ vmt__category_t *vmt__categories(void) {
   return atomic_load_explicit(&categories, memory_order_acquire);
 }
 
-void vmt__category_fork_prepare(void) { pthread_mutex_lock(&category_lock); }
-void vmt__category_fork_parent(void) { pthread_mutex_unlock(&category_lock); }
-void vmt__category_fork_child(void) {
+static void category_fork_prepare(void) { pthread_mutex_lock(&category_lock); }
+static void category_fork_parent(void) { pthread_mutex_unlock(&category_lock); }
+/* Runs before the registry's child handler, which counts the surviving thread back in. */
+static void category_fork_child(void) {
   pthread_mutex_init(&category_lock, NULL);
-  /* Only the forking thread survives: the registry recounts live threads (registry.c). */
   for (vmt__category_t *c = vmt__categories(); c; c = c->next)
     atomic_store_explicit(&c->live, 0, memory_order_relaxed);
 }
+VMT__PROCESS_STATE(categories, .symbols = "category_lock categories", .rule = VMT__FORK_HOLD,
+                   .fork = "the list is whole (held across fork) and kept, with the exited CPU "
+                           "totals; live counts are zeroed, then the registry counts the forking "
+                           "thread back in",
+                   .rank = VMT__RANK_REGISTRY + 3, .prepare = category_fork_prepare,
+                   .parent = category_fork_parent, .child = category_fork_child);

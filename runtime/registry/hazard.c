@@ -149,8 +149,17 @@ int vmt__hazards_collect(const void ***out, size_t *count) {
   return 0;
 }
 
-void vmt__hazard_fork_child(void) {
-  /* Only the forking thread survives; its block (if any) keeps its slots. */
+/* Only the forking thread survives; its block (if any) keeps its slots, and every other block
+ * is free again (the snapshots its slots protected are no longer read by anyone). */
+static void hazard_fork_child(void) {
   for (hazard_block_t *b = atomic_load_explicit(&blocks, memory_order_acquire); b; b = b->next)
     if (b != my_block) block_release(b);
 }
+VMT__PROCESS_STATE(hazard, .symbols = "static_blocks static_used blocks block_count my_block",
+                   .rule = VMT__FORK_RESET,
+                   .fork = "every block but the forking thread's is released: vanished readers "
+                           "protect nothing",
+                   .rank = VMT__RANK_REGISTRY + 5, .child = hazard_fork_child);
+VMT__PROCESS_STATE(hazard_key, .symbols = "key_once block_key", .rule = VMT__FORK_KEEP,
+                   .fork = "the key and its destructor stay valid (only the forking thread has a "
+                           "value)");

@@ -124,6 +124,23 @@ void vmt__record_unref(vmt_thread_t *t) {
   pool_put(t);
 }
 
-void vmt__record_fork_prepare(void) { pthread_mutex_lock(&pool_lock); }
-void vmt__record_fork_parent(void) { pthread_mutex_unlock(&pool_lock); }
-void vmt__record_fork_child(void) { pthread_mutex_init(&pool_lock, NULL); }
+static void pool_fork_prepare(void) { pthread_mutex_lock(&pool_lock); }
+static void pool_fork_parent(void) { pthread_mutex_unlock(&pool_lock); }
+static void pool_fork_child(void) { pthread_mutex_init(&pool_lock, NULL); }
+VMT__PROCESS_STATE(record_pool, .symbols = "pool_lock pool_free pool_free_count",
+                   .rule = VMT__FORK_HOLD,
+                   .fork = "the free list is whole (held across fork); references a vanished "
+                           "thread held are never dropped: those records stay out of the pool",
+                   .rank = VMT__RANK_REGISTRY + 2, .prepare = pool_fork_prepare,
+                   .parent = pool_fork_parent, .child = pool_fork_child);
+VMT__PROCESS_STATE(current, .symbols = "vmt__current", .rule = VMT__FORK_KEEP,
+                   .fork = "the forking thread keeps its record");
+
+/* Runs before the thread package stamps the surviving thread with the new generation. */
+static void generation_fork_child(void) {
+  atomic_fetch_add_explicit(&vmt__fork_generation, 1, memory_order_relaxed);
+}
+VMT__PROCESS_STATE(fork_generation, .symbols = "vmt__fork_generation", .rule = VMT__FORK_RESET,
+                   .fork = "incremented: a record of an older generation is a thread of an "
+                           "ancestor process, whose pthread_t must not be joined nor detached",
+                   .rank = VMT__RANK_REGISTRY + 4, .child = generation_fork_child);

@@ -101,6 +101,13 @@ static vmt_thread_t *kept_records;
 static _Atomic size_t snapshots_held, arrays_held, bytes_held;
 static _Atomic uint64_t rebuild_count;
 
+VMT__PROCESS_STATE(registry_ids,
+                   .symbols = "last_id last_internal_id snapshots_held arrays_held bytes_held "
+                              "rebuild_count",
+                   .rule = VMT__FORK_KEEP,
+                   .fork = "ids go on counting (never reused; the parent's threads keep theirs); "
+                           "the memory counted is the child's too");
+
 static vmt__snapshot_t *snapshot_alloc(void) {
   if (vmt__fault_hit(VMT__FAULT_ALLOC) != 0) return NULL;
   vmt__snapshot_t *s = malloc(sizeof(*s));
@@ -514,12 +521,12 @@ void vmt__registry_reset_peak(void) {
 }
 
 /* ---- fork ------------------------------------------------------------------------------ */
-void vmt__registry_fork_prepare(void) {
+static void registry_fork_prepare(void) {
   pthread_mutex_lock(&reclaim_lock);
   pthread_mutex_lock(&writer_lock);
 }
 
-void vmt__registry_fork_parent(void) {
+static void registry_fork_parent(void) {
   pthread_mutex_unlock(&writer_lock);
   pthread_mutex_unlock(&reclaim_lock);
 }
@@ -527,7 +534,8 @@ void vmt__registry_fork_parent(void) {
 /* Only the forking thread exists in the child. Every other record becomes a terminated thread
  * of another process: tombstoned, its running-thread reference dropped (that thread will never
  * drop it), never joined at the OS level (its pthread does not exist here). */
-void vmt__registry_fork_child(vmt_thread_t *survivor) {
+static void registry_fork_child(void) {
+  vmt_thread_t *survivor = vmt__current;
   pthread_mutex_init(&writer_lock, NULL);
   pthread_mutex_init(&reclaim_lock, NULL);
   vmt__snapshot_t *cur = atomic_load_explicit(&vmt__current_snapshot, memory_order_relaxed);
@@ -560,9 +568,21 @@ void vmt__registry_fork_child(vmt_thread_t *survivor) {
   atomic_store_explicit(&live_count, live, memory_order_relaxed);
   atomic_store_explicit(&peak_count, live, memory_order_relaxed);
   atomic_store_explicit(&daemon_count, daemon, memory_order_relaxed);
-  vmt__hazard_fork_child();
   /* No rebuild and no reclamation here: a fork child of a threaded process may only call
    * async-signal-safe functions until it is past the fork (POSIX), and an allocator lock held
    * by a vanished thread would hang it (gcc 12's ASan does not reset its own). A later rebuild
    * (once tombstones reach the rule above, or vmt__registry_reclaim()) drops the tombstones. */
 }
+VMT__PROCESS_STATE(registry,
+                   .symbols = "writer_lock reclaim_lock empty_snapshot vmt__current_snapshot "
+                              "generation tombstoned tombstones count_hint kept_hint live_count "
+                              "peak_count daemon_count started_total retired_snapshots "
+                              "retired_records retired_pending reclaim_threshold kept_snapshots "
+                              "kept_records",
+                   .rule = VMT__FORK_RESET,
+                   .fork = "held across fork; then every other thread's record is a terminated "
+                           "thread of another process (tombstoned, done, its own reference "
+                           "dropped), live and peak count only the forking thread, total "
+                           "started is kept; retired lists are kept for the next reclamation",
+                   .rank = VMT__RANK_REGISTRY + 1, .prepare = registry_fork_prepare,
+                   .parent = registry_fork_parent, .child = registry_fork_child);

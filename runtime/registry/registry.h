@@ -213,7 +213,7 @@ void vmt__registry_count(vmt_thread_t *t);
  * reference on t goes once no reader can see it. */
 void vmt__registry_remove(vmt_thread_t *t);
 
-/* ---- Fork generation (record.c; incremented by the fork child handler, thread/access.c) - */
+/* ---- Fork generation (record.c: incremented in every fork child; runtime/process.h) ----- */
 /* Incremented in every fork child. A record whose fork_generation differs describes a thread
  * of an ancestor process: it does not exist here, so nobody waits for it nor touches its
  * pthread_t (joining or detaching one is undefined behaviour after fork). */
@@ -221,16 +221,5 @@ extern _Atomic uint32_t vmt__fork_generation;
 static inline bool vmt__thread_of_this_process(const vmt_thread_t *t) {
   return t->fork_generation == atomic_load_explicit(&vmt__fork_generation, memory_order_relaxed);
 }
-/* The registry's, pool's and categories' pieces of the atfork handlers (wired by
- * runtime/thread/access.c). */
-void vmt__registry_fork_prepare(void);
-void vmt__registry_fork_parent(void);
-void vmt__registry_fork_child(vmt_thread_t *survivor);
-void vmt__record_fork_prepare(void);
-void vmt__record_fork_parent(void);
-void vmt__record_fork_child(void);
-void vmt__category_fork_prepare(void);
-void vmt__category_fork_parent(void);
-void vmt__category_fork_child(void);
 
 #endif /* VMT_RUNTIME_REGISTRY_REGISTRY_H */

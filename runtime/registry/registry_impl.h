@@ -11,6 +11,7 @@
 #error "this header is private to runtime/registry/ (runtime/registry/BUILD.bazel)"
 #endif
 
+#include "runtime/process.h"
 #include "runtime/registry/registry.h"
 
 /* ---- Categories (category.c) ----------------------------------------------------------- */
@@ -42,7 +43,5 @@ void vmt__registry_stats(vmt__registry_stats_t *out);
 /* Copies every published hazard pointer into *out (malloc'ed, caller frees); -ENOMEM. */
 int vmt__hazards_collect(const void ***out, size_t *count);
 size_t vmt__hazard_block_count(void);
-/* The hazards' piece of the fork child handler (called by vmt__registry_fork_child). */
-void vmt__hazard_fork_child(void);
 
 #endif /* VMT_RUNTIME_REGISTRY_REGISTRY_IMPL_H */

@@ -11,6 +11,8 @@
 #include "runtime/sync/sync_impl.h"
 
 _Atomic uint64_t vmt__contention_epoch;
+VMT__PROCESS_STATE(contention, .symbols = "vmt__contention_epoch", .rule = VMT__FORK_KEEP,
+                   .fork = "the setting and its epoch are the child's too");
 
 bool vmt__contention_monitoring_enabled(void) {
   return (atomic_load_explicit(&vmt__contention_epoch, memory_order_acquire) & 1) != 0;

@@ -36,18 +36,23 @@ static struct vmt__lock *pool_free;
 static _Atomic uint32_t identity_counter;
 
 /* A fork while another thread holds pool_lock would leave it locked forever in the child, which
- * may go on using the runtime (the thread module supports that): hold it across fork. Monitors
- * owned by threads that do not exist in the child stay owned, as pthread mutexes do. */
-static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+ * may go on using the runtime: hold it across fork. Monitors owned by threads that do not exist
+ * in the child stay owned, as pthread mutexes do. */
 static void pool_fork_prepare(void) { pthread_mutex_lock(&pool_lock); }
 static void pool_fork_parent(void) { pthread_mutex_unlock(&pool_lock); }
 static void pool_fork_child(void) { pthread_mutex_init(&pool_lock, NULL); }
-static void register_fork_handlers(void) {
-  pthread_atfork(pool_fork_prepare, pool_fork_parent, pool_fork_child);
-}
+VMT__PROCESS_STATE(lock_pool, .symbols = "pool_lock pool_chunks pool_free",
+                   .rule = VMT__FORK_HOLD,
+                   .fork = "the free list and the chunks are whole (held across fork); slots are "
+                           "inherited as they are",
+                   .rank = VMT__RANK_SYNC, .prepare = pool_fork_prepare,
+                   .parent = pool_fork_parent, .child = pool_fork_child);
+VMT__PROCESS_STATE(lock_identity, .symbols = "identity_counter vmt__anchor",
+                   .rule = VMT__FORK_KEEP,
+                   .fork = "identities go on counting; the forking thread's anchor (its identity "
+                           "without a record) and held list stay its own");
 
 static int pool_take(struct vmt__lock **out) {
-  pthread_once(&fork_once, register_fork_handlers);
   pthread_mutex_lock(&pool_lock);
   if (pool_free == NULL) {
     pool_chunk_t *c = vmt__fault_hit(VMT__FAULT_ALLOC) ? NULL : aligned_alloc(64, sizeof(*c));

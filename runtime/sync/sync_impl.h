@@ -39,6 +39,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "runtime/process.h"
 #include "runtime/registry/registry.h"
 #include "runtime/sync/sync.h"
 

@@ -1,6 +1,6 @@
 /*
- * runtime/thread/access.c: the accessors of a thread record and the process-wide
- * initialisation (port probe, fork handlers).
+ * runtime/thread/access.c: the accessors of a thread record, the process-wide initialisation
+ * (port probe, allocation counters) and the forking thread's fork handler.
  *
  * current() is one initial-exec TLS load of vmt__current (runtime/registry/record.c).
  */
@@ -44,42 +44,26 @@ pid_t vmt_thread_tid(vmt_thread_t *t) {
 /* ---- Process-wide initialisation and fork ---------------------------------------------- */
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
-static void fork_prepare(void) {
-  vmt__registry_fork_prepare();
-  vmt__record_fork_prepare();
-  vmt__category_fork_prepare();
-}
-
-static void fork_parent(void) {
-  vmt__category_fork_parent();
-  vmt__record_fork_parent();
-  vmt__registry_fork_parent();
-}
-
-static void fork_child(void) {
-  atomic_fetch_add_explicit(&vmt__fork_generation, 1, memory_order_relaxed);
-  vmt__category_fork_child();
-  vmt__record_fork_child();
+/* The forking thread survives as itself: its pthread_t stays valid in the child (it belongs to
+ * the new generation the registry's handler has just started), and it gets the new process's
+ * tid (the port's handler, of a higher rank, has already cleared its cached one). */
+static void survivor_fork_child(void) {
   vmt_thread_t *self = vmt__current;
-  if (self) {
-    /* The forking thread's pthread_t stays valid in the child. */
-    self->fork_generation = atomic_load_explicit(&vmt__fork_generation, memory_order_relaxed);
-    /* New process, new tid (the port's own handler already dropped its cached tid). */
-    atomic_store_explicit(&self->os.tid, 0, memory_order_relaxed);
-    vmt_os_thread_bind_self(&self->os);
-  }
-  vmt__registry_fork_child(self);
+  if (self == NULL) return;
+  self->fork_generation = atomic_load_explicit(&vmt__fork_generation, memory_order_relaxed);
+  atomic_store_explicit(&self->os.tid, 0, memory_order_relaxed);
+  vmt_os_thread_bind_self(&self->os);
 }
+VMT__PROCESS_STATE(runtime_init, .symbols = "init_once", .rule = VMT__FORK_KEEP,
+                   .fork = "initialised stays initialised; the forking thread's record is "
+                           "re-stamped with the child's generation and tid",
+                   .rank = VMT__RANK_THREAD, .child = survivor_fork_child);
 
 static void init(void) {
   vmt_os_init();
   /* Another copy of the runtime in this process (vmt_mx_get_other_runtime_count) can now tell
    * that this one has threads of its own. */
   vmt_os_copy_mark_in_use();
-  /* Child handlers run in registration order: asking the port for a tid first registers its
-   * handler (which clears its tid cache) before ours, which re-binds the surviving thread. */
-  vmt_os_current_tid();
-  pthread_atfork(fork_prepare, fork_parent, fork_child);
   /* Decide allocation-counter support here, in the thread that starts the first thread, while
    * nothing races it for memory (alloc.c). */
   vmt__alloc_supported();

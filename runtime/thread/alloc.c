@@ -57,6 +57,13 @@ static enum { OFFSETS_UNCHECKED, OFFSETS_VALID, OFFSETS_DIFFER } offsets = OFFSE
 /* Distance from tls_anchor, as an integer: the two objects are unrelated in C's eyes. */
 static uintptr_t allocated_offset;
 
+VMT__PROCESS_STATE(alloc_probe,
+                   .symbols = "probe_once mallctl_of_process supported offsets "
+                              "allocated_offset tls_anchor exited_total",
+                   .rule = VMT__FORK_KEEP,
+                   .fork = "the probe's answer and the TLS distance hold in the child; the exited "
+                           "total keeps what exited threads allocated");
+
 static uintptr_t anchor(void) { return (uintptr_t)&tls_anchor; }
 
 static int counter_pointer(const uint64_t **allocated) {

@@ -15,6 +15,9 @@
 
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t attach_key;
+VMT__PROCESS_STATE(attach_key, .symbols = "key_once attach_key", .rule = VMT__FORK_KEEP,
+                   .fork = "the key and its destructor stay valid (only the forking thread has a "
+                           "value)");
 
 static void detach_all(vmt_thread_t *t) {
   pthread_setspecific(attach_key, NULL);

@@ -10,6 +10,7 @@
 #error "this header is private to runtime/thread/ (runtime/thread/BUILD.bazel)"
 #endif
 
+#include "runtime/process.h"
 #include "runtime/registry/registry.h"
 #include "runtime/sync/sync.h"
 #include "runtime/thread/thread.h"
@@ -31,7 +32,7 @@ void vmt__alloc_thread_begin(vmt_thread_t *t);
 void vmt__alloc_thread_end(vmt_thread_t *t);
 
 /* ---- Life cycle and process-wide state (access.c, exit.c) ------------------------------ */
-/* Idempotent: port init, fork handlers, the attached-thread key. */
+/* Idempotent: port init, allocation-counter probe. */
 void vmt__runtime_init(void);
 /* The common exit bookkeeping of a started, internal or (last detach) attached thread, run by
  * the thread itself; drops the thread's own reference (exit.c). */
