@@ -1,0 +1,789 @@
+/*
+ * test/fork_calls_linux_test.c: fork() while other threads are inside each public call. One row
+ * per function the headers export (VMT_EXPORT): its workers call it in a loop, runtime threads
+ * or foreign ones as the call needs, contending with each other where the call can block, while
+ * the attached main thread forks again and again; each child then checks that the runtime it
+ * inherited is whole and usable (the fork contract, docs/design.md "fork"). A function without
+ * a row fails the test (test/public_functions.txt lists the headers' exports at build time), so
+ * a new public call cannot be forgotten: add its row to `rows` below.
+ *
+ * The child reports where it is in a page shared with the parent; the parent kills a child
+ * that hangs and names the row, the check and its line. Public API only.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "test/reliability.h"
+#include "vmthread.h"
+
+/* As in test/fork_linux_test.c: under ASan and TSan an allocator lock a vanished thread held
+ * stays held in the child, and TSan's runtime refuses threads in a multi-threaded process's fork
+ * child, so there the child checks only what allocates nothing. */
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define CHILD_MAY_ALLOCATE 0
+#define DEFAULT_FORKS 3
+#else
+#define CHILD_MAY_ALLOCATE 1
+#define DEFAULT_FORKS 10
+#endif
+
+/* ---- What every row shares -------------------------------------------------------------- */
+static vmt_thread_t *me;        /* the forking thread, attached */
+static vmt_thread_t *peer;      /* a runtime thread parked for the whole test */
+static vmt_monitor_t *mon;      /* what the rows' workers enter, wait on, notify */
+static vmt_sync_t *sync1;
+static FILE *devnull;
+static _Atomic bool stop_peer;
+static _Atomic bool stop_workers;
+
+typedef struct row {
+  const char *fn;                 /* the public function (or, not vmt_*, a place) covered */
+  void (*call)(int worker);       /* one call; each worker loops on it */
+  int workers;                    /* threads looping (default 1) */
+  bool foreign;                   /* workers are plain pthreads (attach, detach) */
+  void (*setup)(void);            /* in the parent, around the row */
+  void (*teardown)(void);
+  int fork_weight;                /* forks = weight x VMT_FORKS_PER_CALL (default 1) */
+} row_t;
+
+/* ---- The child ---------------------------------------------------------------------------- */
+typedef struct stage {
+  _Atomic int line;
+  char what[256];
+} stage_t;
+static stage_t *stage;   /* MAP_SHARED: the parent reads it after a child hung or failed */
+
+static void stage_set(int line, const char *what) {
+  atomic_store(&stage->line, line);
+  size_t n = strlen(what);
+  if (n >= sizeof(stage->what)) n = sizeof(stage->what) - 1;
+  memcpy(stage->what, what, n);   /* no snprintf: the child must not allocate */
+  stage->what[n] = '\0';
+}
+
+#define CHECK(cond)                                 \
+  do {                                              \
+    stage_set(__LINE__, #cond);                     \
+    if (!(cond)) _exit(1);                          \
+  } while (0)
+
+#if CHILD_MAY_ALLOCATE
+static void *child_thread(void *arg) {
+  vmt_monitor_t *m = arg;
+  vmt_monitor_enter(m);
+  vmt_monitor_notify_all(m);
+  vmt_monitor_exit(m);
+  return m;
+}
+#endif
+
+/* What the child of any row must find and be able to do. */
+static void child_checks(void) {
+  alarm(20);   /* a hang ends the child (SIGALRM), or the parent kills it */
+  CHECK(vmt_thread_current() == me);
+  CHECK(vmt_thread_tid(me) == getpid());
+  CHECK(vmt_mx_get_thread_count() == 1);
+  CHECK(vmt_thread_state(peer) == VMT_THREAD_TERMINATED);
+  int64_t ns = 0;
+  CHECK(vmt_mx_get_thread_cpu_time(vmt_thread_id(peer), &ns) == 0 && ns == -1);
+  CHECK(vmt_thread_cpu_time(me, VMT_CPU_TOTAL) >= 0);
+  CHECK(vmt_elapsed_nanos() > 0);
+  vmt_unpark(me);
+  CHECK(vmt_park(1000 * 1000 * 1000) == 0);
+  CHECK(vmt_sleep_ns(1000) == 0);
+
+  /* The shared monitor and synchronizer: a vanished worker may hold them. */
+  int r = vmt_monitor_try_enter(mon);
+  CHECK(r == 0 || r == -EBUSY);
+  if (r == 0) {
+    CHECK(vmt_monitor_wait(mon, 1000) == -ETIMEDOUT);
+    CHECK(vmt_monitor_exit(mon) == 0);
+  }
+  r = vmt_sync_try_lock(sync1);
+  CHECK(r == 0 || r == -EBUSY);
+  if (r == 0) CHECK(vmt_sync_unlock(sync1) == 0);
+
+#if CHILD_MAY_ALLOCATE
+  /* New threads start, meet on a new monitor, are counted and joined. */
+  vmt_monitor_t *fresh;
+  CHECK(vmt_monitor_create(&fresh, "fork-child") == 0);
+  vmt_thread_t *t[2];
+  for (int i = 0; i < 2; i++) CHECK(vmt_thread_start(&t[i], child_thread, fresh) == 0);
+  CHECK(vmt_mx_get_thread_count() >= 1);
+  for (int i = 0; i < 2; i++) {
+    void *res = NULL;
+    CHECK(vmt_thread_join(t[i], &res) == 0 && res == fresh && vmt_thread_release(t[i]) == 0);
+  }
+  CHECK(vmt_mx_get_thread_count() == 1);
+  CHECK(vmt_monitor_destroy(fresh) == 0);
+  int64_t *ids = NULL;
+  size_t n = 0;
+  CHECK(vmt_mx_get_all_thread_ids(&ids, &n) == 0 && n == 1 && ids[0] == vmt_thread_id(me));
+  vmt_mx_ids_free(ids);
+  vmt_thread_info_t *info = NULL;
+  CHECK(vmt_mx_get_thread_info(vmt_thread_id(me), 8, &info) == 0 && info != NULL);
+  vmt_mx_thread_info_free(info);
+  char *dump = NULL;
+  size_t len = 0;
+  CHECK(vmt_mx_thread_dump_to_string(&dump, &len) == 0 && strstr(dump, "fork-calls-main"));
+  free(dump);
+  CHECK(vmt_mx_find_deadlocked_threads(&ids, &n) == 0 && n == 0);
+#endif
+  _exit(0);
+}
+
+/* ---- Row bodies --------------------------------------------------------------------------- */
+static _Atomic uintptr_t sink_value;   /* keeps pure calls from being dropped */
+#define KEEP(expr) atomic_fetch_add_explicit(&sink_value, (uintptr_t)(expr), memory_order_relaxed)
+
+static void *body_return(void *arg) { return arg; }
+static void *body_exit(void *arg) {
+  vmt_thread_exit(arg);
+  return NULL;
+}
+static void *body_sleep(void *arg) {
+  vmt_sleep_ns(200 * 1000);
+  return arg;
+}
+
+static void spin_ns(int64_t ns) {
+  int64_t until = vmt_nanotime() + ns;
+  while (vmt_nanotime() < until) {
+  }
+}
+
+static void start_join(vmt_thread_fn fn) {
+  vmt_thread_t *t;
+  if (vmt_thread_start(&t, fn, NULL) != 0) return;
+  vmt_thread_join(t, NULL);
+  vmt_thread_release(t);
+}
+
+static void call_start(int w) { (void)w, start_join(body_return); }
+static void call_start_ex(int w) {
+  (void)w;
+  vmt_thread_options_t o = {.flags = VMT_THREAD_OPT_NAME | VMT_THREAD_OPT_CATEGORY |
+                                     VMT_THREAD_OPT_DAEMON | VMT_THREAD_OPT_STACK_SIZE,
+                            .name = "fork-row-ex",
+                            .category = "forkrow",
+                            .daemon = true,
+                            .stack_size = 256 * 1024};
+  vmt_thread_t *t;
+  if (vmt_thread_start_ex(&t, &o, body_return, NULL) != 0) return;
+  vmt_thread_join(t, NULL);
+  vmt_thread_release(t);
+}
+static void call_join(int w) { (void)w, start_join(body_sleep); }
+static void call_exit(int w) { (void)w, start_join(body_exit); }
+static void call_retain_release(int w) {
+  (void)w;
+  if (vmt_thread_retain(peer) == 0) vmt_thread_release(peer);
+}
+static void call_attach_detach(int w) {
+  (void)w;
+  vmt_thread_options_t o = {.flags = VMT_THREAD_OPT_NAME, .name = "fork-row-foreign"};
+  vmt_thread_t *t;
+  if (vmt_thread_attach(&o, &t) == 0) vmt_thread_detach();
+}
+static void call_current(int w) { (void)w, KEEP(vmt_thread_current()); }
+static void call_state_name(int w) { (void)w, KEEP(vmt_thread_state_name(VMT_THREAD_BLOCKED)); }
+static void call_id(int w) { (void)w, KEEP(vmt_thread_id(peer)); }
+static void call_name(int w) { (void)w, KEEP(vmt_thread_name(peer)); }
+static void call_os_name(int w) { (void)w, KEEP(vmt_thread_os_name(peer)); }
+static void call_category(int w) { (void)w, KEEP(vmt_thread_category(peer)); }
+static void call_is_daemon(int w) { (void)w, KEEP(vmt_thread_is_daemon(peer)); }
+static void call_priority(int w) { (void)w, KEEP(vmt_thread_priority(peer)); }
+static void call_state(int w) { (void)w, KEEP(vmt_thread_state(peer)); }
+static void call_tid(int w) { (void)w, KEEP(vmt_thread_tid(peer)); }
+
+static void call_thread_cpu_time(int w) {
+  KEEP(vmt_thread_cpu_time(peer, (vmt_cpu_kind_t)(w % 3)));
+}
+static void call_current_thread_cpu_time(int w) {
+  KEEP(vmt_current_thread_cpu_time((vmt_cpu_kind_t)(w % 3)));
+}
+static void call_nanotime(int w) { (void)w, KEEP(vmt_nanotime()); }
+static void call_elapsed_nanos(int w) { (void)w, KEEP(vmt_elapsed_nanos()); }
+static void call_elapsed_source(int w) { (void)w, KEEP(vmt_elapsed_source()); }
+static void call_elapsed_source_reason(int w) { (void)w, KEEP(vmt_elapsed_source_reason()); }
+static void call_version(int w) { (void)w, KEEP(vmt_version()); }
+
+static void call_monitor_create_destroy(int w) {
+  (void)w;
+  vmt_monitor_t *m;
+  if (vmt_monitor_create(&m, "fork-row") == 0) vmt_monitor_destroy(m);
+}
+/* Enter, hold a little, exit: two workers contend, so enters block. */
+static void call_monitor_enter_exit(int w) {
+  (void)w;
+  if (vmt_monitor_enter(mon) != 0) return;
+  spin_ns(2000);
+  vmt_monitor_exit(mon);
+}
+static void call_monitor_try_enter(int w) {
+  (void)w;
+  if (vmt_monitor_try_enter(mon) != 0) return;
+  spin_ns(2000);
+  vmt_monitor_exit(mon);
+}
+static void call_monitor_wait(int w) {
+  (void)w;
+  vmt_monitor_enter(mon);
+  vmt_monitor_wait(mon, 200 * 1000);
+  vmt_monitor_exit(mon);
+}
+/* Worker 0 waits, the others notify. */
+static void notify_row(int w, bool all) {
+  if (w == 0) {
+    call_monitor_wait(w);
+    return;
+  }
+  vmt_monitor_enter(mon);
+  if (all) vmt_monitor_notify_all(mon);
+  else vmt_monitor_notify(mon);
+  vmt_monitor_exit(mon);
+}
+static void call_monitor_notify(int w) { notify_row(w, false); }
+static void call_monitor_notify_all(int w) { notify_row(w, true); }
+static void call_monitor_describe(int w) {
+  (void)w;
+  char buf[64];
+  KEEP(vmt_monitor_describe(mon, buf, sizeof(buf)));
+}
+/* Workers 0 and 1 contend on the monitor (with contention monitoring on, so the blocked time
+ * is added at each contended enter), worker 2 reads the statistics. */
+static void call_monitor_get_stats(int w) {
+  if (w < 2) {
+    call_monitor_enter_exit(w);
+    return;
+  }
+  vmt_monitor_stats_t st;
+  KEEP(vmt_monitor_get_stats(mon, &st));
+}
+static void contention_on(void) { vmt_mx_set_thread_contention_monitoring_enabled(true); }
+static void contention_off(void) { vmt_mx_set_thread_contention_monitoring_enabled(false); }
+
+static void call_sync_create_destroy(int w) {
+  (void)w;
+  vmt_sync_t *s;
+  if (vmt_sync_create(&s, "fork-row") == 0) vmt_sync_destroy(s);
+}
+static void call_sync_lock_unlock(int w) {
+  (void)w;
+  if (vmt_sync_lock(sync1) != 0) return;
+  spin_ns(2000);
+  vmt_sync_unlock(sync1);
+}
+static void call_sync_try_lock(int w) {
+  (void)w;
+  if (vmt_sync_try_lock(sync1) != 0) return;
+  spin_ns(2000);
+  vmt_sync_unlock(sync1);
+}
+static void call_sync_timed_lock(int w) {
+  (void)w;
+  if (vmt_sync_timed_lock(sync1, 100 * 1000) != 0) return;
+  spin_ns(2000);
+  vmt_sync_unlock(sync1);
+}
+static void call_sync_describe(int w) {
+  (void)w;
+  char buf[64];
+  KEEP(vmt_sync_describe(sync1, buf, sizeof(buf)));
+}
+static void call_sleep(int w) { (void)w, vmt_sleep_ns(100 * 1000); }
+static void call_park(int w) { (void)w, vmt_park(100 * 1000); }
+static void call_unpark(int w) { (void)w, vmt_unpark(peer); }
+
+static void call_thread_count(int w) { (void)w, KEEP(vmt_mx_get_thread_count()); }
+static void call_peak_count(int w) { (void)w, KEEP(vmt_mx_get_peak_thread_count()); }
+static void call_total_started(int w) { (void)w, KEEP(vmt_mx_get_total_started_thread_count()); }
+static void call_daemon_count(int w) { (void)w, KEEP(vmt_mx_get_daemon_thread_count()); }
+static void call_reset_peak(int w) { (void)w, vmt_mx_reset_peak_thread_count(); }
+static void call_all_ids(int w) {
+  (void)w;
+  int64_t *ids;
+  size_t n;
+  if (vmt_mx_get_all_thread_ids(&ids, &n) == 0) vmt_mx_ids_free(ids);
+}
+static void call_thread_info(int w) {
+  vmt_thread_info_t *info;
+  if (vmt_mx_get_thread_info(vmt_thread_id(peer), w % 2 ? 8 : 0, &info) == 0)
+    vmt_mx_thread_info_free(info);
+}
+static void call_thread_info_array(int w) {
+  (void)w;
+  int64_t ids[2] = {vmt_thread_id(peer), vmt_thread_id(me)};
+  vmt_thread_info_t **infos;
+  if (vmt_mx_get_thread_info_array(ids, 2, true, true, 8, &infos) == 0)
+    vmt_mx_thread_info_array_free(infos, 2);
+}
+static void call_dump_all(int w) {
+  (void)w;
+  vmt_thread_info_t **infos;
+  size_t n;
+  if (vmt_mx_dump_all_threads(true, true, 8, &infos, &n) == 0)
+    vmt_mx_thread_info_array_free(infos, n);
+}
+
+/* A VM's walker that takes a while (it would stop the thread and read its frames). */
+static int slow_walker(vmt_thread_t *t, vmt_stack_frame_t *frames, int32_t max, void *ctx) {
+  (void)t, (void)ctx;
+  spin_ns(20 * 1000);
+  if (max < 1) return 0;
+  frames[0] = (vmt_stack_frame_t){.function = "fork_row_frame", .file = NULL, .line = 1, .pc = 0};
+  return 1;
+}
+/* Worker 0 swaps the walker in and out, worker 1 walks through it. */
+static void call_set_stack_walker(int w) {
+  if (w == 0) {
+    vmt_mx_set_stack_walker(slow_walker, NULL);
+    spin_ns(50 * 1000);
+    vmt_mx_set_stack_walker(NULL, NULL);
+    return;
+  }
+  call_thread_info(1);
+}
+static void walker_on(void) { vmt_mx_set_stack_walker(slow_walker, NULL); }
+static void walker_off(void) { vmt_mx_set_stack_walker(NULL, NULL); }
+/* A walker whose frame reports the monitor it holds, as a VM's frames know their locks. */
+static int reporting_walker(vmt_thread_t *t, vmt_stack_frame_t *frames, int32_t max, void *ctx) {
+  (void)t, (void)ctx;
+  if (max < 1) return 0;
+  vmt_mx_frame_holds_monitor(0, mon);
+  frames[0] = (vmt_stack_frame_t){.function = "fork_row_frame", .file = NULL, .line = 1, .pc = 0};
+  return 1;
+}
+static void reporting_walker_on(void) { vmt_mx_set_stack_walker(reporting_walker, NULL); }
+
+static void call_cpu_supported(int w) { (void)w, KEEP(vmt_mx_is_thread_cpu_time_supported()); }
+static void call_current_cpu_supported(int w) {
+  (void)w, KEEP(vmt_mx_is_current_thread_cpu_time_supported());
+}
+static void call_cpu_enabled(int w) {
+  (void)w;
+  bool b;
+  KEEP(vmt_mx_is_thread_cpu_time_enabled(&b));
+}
+static void call_set_cpu_enabled(int w) {
+  (void)w;
+  vmt_mx_set_thread_cpu_time_enabled(false);
+  vmt_mx_set_thread_cpu_time_enabled(true);
+}
+static void call_current_cpu(int w) {
+  (void)w;
+  int64_t ns;
+  KEEP(vmt_mx_get_current_thread_cpu_time(&ns));
+}
+static void call_current_user(int w) {
+  (void)w;
+  int64_t ns;
+  KEEP(vmt_mx_get_current_thread_user_time(&ns));
+}
+static void call_thread_cpu(int w) {
+  (void)w;
+  int64_t ns;
+  KEEP(vmt_mx_get_thread_cpu_time(vmt_thread_id(peer), &ns));
+}
+static void call_thread_user(int w) {
+  (void)w;
+  int64_t ns;
+  KEEP(vmt_mx_get_thread_user_time(vmt_thread_id(peer), &ns));
+}
+static void call_thread_cpu_array(int w) {
+  (void)w;
+  int64_t ids[2] = {vmt_thread_id(peer), vmt_thread_id(me)}, out[2];
+  KEEP(vmt_mx_get_thread_cpu_time_array(ids, 2, out));
+}
+static void call_thread_user_array(int w) {
+  (void)w;
+  int64_t ids[2] = {vmt_thread_id(peer), vmt_thread_id(me)}, out[2];
+  KEEP(vmt_mx_get_thread_user_time_array(ids, 2, out));
+}
+static void call_contention_supported(int w) {
+  (void)w, KEEP(vmt_mx_is_thread_contention_monitoring_supported());
+}
+static void call_contention_enabled(int w) {
+  (void)w, KEEP(vmt_mx_is_thread_contention_monitoring_enabled());
+}
+static void call_set_contention(int w) {
+  (void)w;
+  vmt_mx_set_thread_contention_monitoring_enabled(true);
+  vmt_mx_set_thread_contention_monitoring_enabled(false);
+}
+static void call_monitor_usage(int w) { (void)w, KEEP(vmt_mx_is_object_monitor_usage_supported()); }
+static void call_sync_usage(int w) { (void)w, KEEP(vmt_mx_is_synchronizer_usage_supported()); }
+static void call_find_monitor_deadlocks(int w) {
+  (void)w;
+  int64_t *ids;
+  size_t n;
+  if (vmt_mx_find_monitor_deadlocked_threads(&ids, &n) == 0) vmt_mx_ids_free(ids);
+}
+static void call_find_deadlocks(int w) {
+  (void)w;
+  int64_t *ids;
+  size_t n;
+  if (vmt_mx_find_deadlocked_threads(&ids, &n) == 0) vmt_mx_ids_free(ids);
+}
+static void call_alloc_supported(int w) {
+  (void)w, KEEP(vmt_mx_is_thread_allocated_memory_supported());
+}
+static void call_alloc_enabled(int w) {
+  (void)w;
+  bool b;
+  KEEP(vmt_mx_is_thread_allocated_memory_enabled(&b));
+}
+static void call_set_alloc_enabled(int w) {
+  (void)w;
+  vmt_mx_set_thread_allocated_memory_enabled(false);
+  vmt_mx_set_thread_allocated_memory_enabled(true);
+}
+/* Another thread reading the forking thread's own counter. */
+static void call_alloc_bytes(int w) {
+  (void)w;
+  int64_t b;
+  KEEP(vmt_mx_get_thread_allocated_bytes(vmt_thread_id(me), &b));
+}
+static void call_alloc_bytes_array(int w) {
+  (void)w;
+  int64_t ids[2] = {vmt_thread_id(me), vmt_thread_id(peer)}, out[2];
+  KEEP(vmt_mx_get_thread_allocated_bytes_array(ids, 2, out));
+}
+static void call_current_alloc_bytes(int w) {
+  (void)w;
+  int64_t b;
+  KEEP(vmt_mx_get_current_thread_allocated_bytes(&b));
+}
+static void call_total_alloc_bytes(int w) {
+  (void)w;
+  int64_t b;
+  KEEP(vmt_mx_get_total_thread_allocated_bytes(&b));
+}
+static void call_print_dump(int w) { (void)w, vmt_mx_print_thread_dump(devnull); }
+static void call_dump_to_string(int w) {
+  (void)w;
+  char *s;
+  size_t n;
+  if (vmt_mx_thread_dump_to_string(&s, &n) == 0) free(s);
+}
+static void call_print_dump_json(int w) { (void)w, vmt_mx_print_thread_dump_json(devnull); }
+static void call_dump_json_to_string(int w) {
+  (void)w;
+  char *s;
+  size_t n;
+  if (vmt_mx_thread_dump_json_to_string(&s, &n) == 0) free(s);
+}
+static void call_other_runtime_count(int w) {
+  (void)w;
+  char path[64];
+  KEEP(vmt_mx_get_other_runtime_count(path, sizeof(path)));
+}
+static void call_sigquit_toggle(int w) {
+  (void)w;
+  if (vmt_mx_enable_sigquit_dump(devnull) == 0) vmt_mx_disable_sigquit_dump();
+}
+static void sigquit_off(void) { vmt_mx_disable_sigquit_dump(); }
+static void sigquit_on(void) { assert_int_equal(vmt_mx_enable_sigquit_dump(devnull), 0); }
+/* SIGQUIT to the worker itself: it runs the dump's signal handler over and over. */
+static void call_sigquit_handler(int w) {
+  (void)w;
+  pthread_kill(pthread_self(), SIGQUIT);
+}
+
+/* One row per public function (the same body may serve several: a pair such as create and
+ * destroy is inside one or the other). */
+static const row_t rows[] = {
+    /* vmthread/common.h, vmthread/clock.h */
+    {.fn = "vmt_version", .call = call_version},
+    {.fn = "vmt_thread_cpu_time", .call = call_thread_cpu_time, .workers = 3},
+    {.fn = "vmt_current_thread_cpu_time", .call = call_current_thread_cpu_time, .workers = 3},
+    {.fn = "vmt_nanotime", .call = call_nanotime},
+    {.fn = "vmt_elapsed_nanos", .call = call_elapsed_nanos, .workers = 2},
+    {.fn = "vmt_elapsed_source", .call = call_elapsed_source},
+    {.fn = "vmt_elapsed_source_reason", .call = call_elapsed_source_reason},
+    /* vmthread/thread.h */
+    {.fn = "vmt_thread_state_name", .call = call_state_name},
+    {.fn = "vmt_thread_start", .call = call_start, .workers = 2},
+    {.fn = "vmt_thread_start_ex", .call = call_start_ex, .workers = 2},
+    {.fn = "vmt_thread_join", .call = call_join, .workers = 2},
+    {.fn = "vmt_thread_retain", .call = call_retain_release, .workers = 2},
+    {.fn = "vmt_thread_release", .call = call_retain_release, .workers = 2},
+    {.fn = "vmt_thread_exit", .call = call_exit, .workers = 2},
+    {.fn = "vmt_thread_current", .call = call_current},
+    {.fn = "vmt_thread_attach", .call = call_attach_detach, .workers = 2, .foreign = true},
+    {.fn = "vmt_thread_detach", .call = call_attach_detach, .workers = 2, .foreign = true},
+    {.fn = "vmt_thread_id", .call = call_id},
+    {.fn = "vmt_thread_name", .call = call_name},
+    {.fn = "vmt_thread_os_name", .call = call_os_name},
+    {.fn = "vmt_thread_category", .call = call_category},
+    {.fn = "vmt_thread_is_daemon", .call = call_is_daemon},
+    {.fn = "vmt_thread_priority", .call = call_priority},
+    {.fn = "vmt_thread_state", .call = call_state},
+    {.fn = "vmt_thread_tid", .call = call_tid},
+    /* vmthread/monitor.h */
+    {.fn = "vmt_monitor_create", .call = call_monitor_create_destroy, .workers = 2},
+    {.fn = "vmt_monitor_destroy", .call = call_monitor_create_destroy, .workers = 2},
+    {.fn = "vmt_monitor_enter", .call = call_monitor_enter_exit, .workers = 3, .setup = contention_on, .teardown = contention_off},
+    {.fn = "vmt_monitor_try_enter", .call = call_monitor_try_enter, .workers = 2},
+    {.fn = "vmt_monitor_exit", .call = call_monitor_enter_exit, .workers = 3},
+    {.fn = "vmt_monitor_wait", .call = call_monitor_wait, .workers = 2, .fork_weight = 2},
+    {.fn = "vmt_monitor_notify", .call = call_monitor_notify, .workers = 2},
+    {.fn = "vmt_monitor_notify_all", .call = call_monitor_notify_all, .workers = 3},
+    {.fn = "vmt_monitor_describe", .call = call_monitor_describe},
+    {.fn = "vmt_monitor_get_stats", .call = call_monitor_get_stats, .workers = 3, .setup = contention_on, .teardown = contention_off, .fork_weight = 3},
+    {.fn = "vmt_sync_create", .call = call_sync_create_destroy, .workers = 2},
+    {.fn = "vmt_sync_destroy", .call = call_sync_create_destroy, .workers = 2},
+    {.fn = "vmt_sync_lock", .call = call_sync_lock_unlock, .workers = 3},
+    {.fn = "vmt_sync_try_lock", .call = call_sync_try_lock, .workers = 2},
+    {.fn = "vmt_sync_timed_lock", .call = call_sync_timed_lock, .workers = 3},
+    {.fn = "vmt_sync_unlock", .call = call_sync_lock_unlock, .workers = 3},
+    {.fn = "vmt_sync_describe", .call = call_sync_describe},
+    {.fn = "vmt_sleep_ns", .call = call_sleep, .workers = 2},
+    {.fn = "vmt_park", .call = call_park, .workers = 2},
+    {.fn = "vmt_unpark", .call = call_unpark, .workers = 2},
+    /* vmthread/management.h */
+    {.fn = "vmt_mx_get_thread_count", .call = call_thread_count},
+    {.fn = "vmt_mx_get_peak_thread_count", .call = call_peak_count},
+    {.fn = "vmt_mx_get_total_started_thread_count", .call = call_total_started},
+    {.fn = "vmt_mx_get_daemon_thread_count", .call = call_daemon_count},
+    {.fn = "vmt_mx_reset_peak_thread_count", .call = call_reset_peak, .workers = 2},
+    {.fn = "vmt_mx_get_all_thread_ids", .call = call_all_ids, .workers = 2},
+    {.fn = "vmt_mx_ids_free", .call = call_all_ids, .workers = 2},
+    {.fn = "vmt_mx_get_thread_info", .call = call_thread_info, .workers = 2, .setup = walker_on,
+     .teardown = walker_off},
+    {.fn = "vmt_mx_get_thread_info_array", .call = call_thread_info_array, .workers = 2},
+    {.fn = "vmt_mx_dump_all_threads", .call = call_dump_all, .workers = 2, .setup = walker_on,
+     .teardown = walker_off},
+    {.fn = "vmt_mx_thread_info_free", .call = call_thread_info, .workers = 2},
+    {.fn = "vmt_mx_thread_info_array_free", .call = call_thread_info_array, .workers = 2},
+    {.fn = "vmt_mx_set_stack_walker", .call = call_set_stack_walker, .workers = 2, .fork_weight = 2},
+    {.fn = "vmt_mx_frame_holds_monitor", .call = call_thread_info_array, .workers = 2,
+     .setup = reporting_walker_on, .teardown = walker_off},
+    {.fn = "vmt_mx_is_thread_cpu_time_supported", .call = call_cpu_supported},
+    {.fn = "vmt_mx_is_current_thread_cpu_time_supported", .call = call_current_cpu_supported},
+    {.fn = "vmt_mx_is_thread_cpu_time_enabled", .call = call_cpu_enabled},
+    {.fn = "vmt_mx_set_thread_cpu_time_enabled", .call = call_set_cpu_enabled},
+    {.fn = "vmt_mx_get_current_thread_cpu_time", .call = call_current_cpu},
+    {.fn = "vmt_mx_get_current_thread_user_time", .call = call_current_user},
+    {.fn = "vmt_mx_get_thread_cpu_time", .call = call_thread_cpu, .workers = 2},
+    {.fn = "vmt_mx_get_thread_user_time", .call = call_thread_user, .workers = 2},
+    {.fn = "vmt_mx_get_thread_cpu_time_array", .call = call_thread_cpu_array, .workers = 2},
+    {.fn = "vmt_mx_get_thread_user_time_array", .call = call_thread_user_array, .workers = 2},
+    {.fn = "vmt_mx_is_thread_contention_monitoring_supported", .call = call_contention_supported},
+    {.fn = "vmt_mx_is_thread_contention_monitoring_enabled", .call = call_contention_enabled},
+    {.fn = "vmt_mx_set_thread_contention_monitoring_enabled", .call = call_set_contention, .teardown = contention_off},
+    {.fn = "vmt_mx_is_object_monitor_usage_supported", .call = call_monitor_usage},
+    {.fn = "vmt_mx_is_synchronizer_usage_supported", .call = call_sync_usage},
+    {.fn = "vmt_mx_find_monitor_deadlocked_threads", .call = call_find_monitor_deadlocks, .workers = 2},
+    {.fn = "vmt_mx_find_deadlocked_threads", .call = call_find_deadlocks, .workers = 2},
+    {.fn = "vmt_mx_is_thread_allocated_memory_supported", .call = call_alloc_supported},
+    {.fn = "vmt_mx_is_thread_allocated_memory_enabled", .call = call_alloc_enabled},
+    {.fn = "vmt_mx_set_thread_allocated_memory_enabled", .call = call_set_alloc_enabled},
+    {.fn = "vmt_mx_get_thread_allocated_bytes", .call = call_alloc_bytes, .workers = 3, .fork_weight = 3},
+    {.fn = "vmt_mx_get_thread_allocated_bytes_array", .call = call_alloc_bytes_array, .workers = 3},
+    {.fn = "vmt_mx_get_current_thread_allocated_bytes", .call = call_current_alloc_bytes},
+    {.fn = "vmt_mx_get_total_thread_allocated_bytes", .call = call_total_alloc_bytes, .workers = 2},
+    {.fn = "vmt_mx_get_other_runtime_count", .call = call_other_runtime_count, .workers = 2},
+    {.fn = "vmt_mx_print_thread_dump", .call = call_print_dump, .workers = 2},
+    {.fn = "vmt_mx_thread_dump_to_string", .call = call_dump_to_string, .workers = 2},
+    {.fn = "vmt_mx_print_thread_dump_json", .call = call_print_dump_json, .workers = 2},
+    {.fn = "vmt_mx_thread_dump_json_to_string", .call = call_dump_json_to_string, .workers = 2},
+    {.fn = "vmt_mx_enable_sigquit_dump", .call = call_sigquit_toggle, .setup = sigquit_off, .teardown = sigquit_on},
+    {.fn = "vmt_mx_disable_sigquit_dump", .call = call_sigquit_toggle, .setup = sigquit_off, .teardown = sigquit_on},
+    /* Not a call: a thread inside the SIGQUIT handler (the dump is on for every row). */
+    {.fn = "SIGQUIT handler", .call = call_sigquit_handler, .workers = 2, .fork_weight = 3},
+};
+#define ROW_COUNT (sizeof(rows) / sizeof(rows[0]))
+
+/* ---- The parent ----------------------------------------------------------------------------- */
+typedef struct worker {
+  const row_t *row;
+  int index;
+  _Atomic long calls;
+  vmt_thread_t *thread;   /* runtime workers */
+  pthread_t pthread;      /* foreign workers */
+} worker_t;
+
+static void *worker_main(void *arg) {
+  worker_t *w = arg;
+  while (!atomic_load(&stop_workers)) {
+    w->row->call(w->index);
+    atomic_fetch_add(&w->calls, 1);
+  }
+  return NULL;
+}
+
+static void *peer_main(void *arg) {
+  (void)arg;
+  while (!atomic_load(&stop_peer)) vmt_park(0);
+  return NULL;
+}
+
+/* Waits for the child for at most limit_s seconds; then kills it and answers -1. */
+static int wait_child(pid_t pid, int limit_s, int *status) {
+  for (int waited_ms = 0; waited_ms < limit_s * 1000; waited_ms++) {
+    pid_t r = waitpid(pid, status, WNOHANG);
+    if (r == pid) return 0;
+    if (r < 0) return -1;
+    nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, status, 0);
+  return -1;
+}
+
+static long forks_done;
+
+static void run_row(const row_t *row, int forks) {
+  if (row->setup) row->setup();
+  int n = row->workers > 0 ? row->workers : 1;
+  worker_t workers[4];
+  assert_true(n <= 4);
+  atomic_store(&stop_workers, false);
+  for (int i = 0; i < n; i++) {
+    workers[i] = (worker_t){.row = row, .index = i};
+    if (row->foreign)
+      assert_int_equal(pthread_create(&workers[i].pthread, NULL, worker_main, &workers[i]), 0);
+    else
+      assert_int_equal(vmt_thread_start(&workers[i].thread, worker_main, &workers[i]), 0);
+  }
+  for (int i = 0; i < n; i++)
+    while (atomic_load(&workers[i].calls) == 0) sched_yield();
+
+  int weight = row->fork_weight > 0 ? row->fork_weight : 1;
+  for (int k = 0; k < forks * weight; k++) {
+    atomic_store(&stage->line, 0);
+    stage->what[0] = '\0';
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) child_checks();
+    int status = 0;
+    bool hung = wait_child(pid, 30, &status) != 0;
+    forks_done++;
+    if (hung || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      fail_msg("%s: fork child %d %s at line %d: %s", row->fn, k,
+               hung ? "hung (killed after 30 s)"
+               : WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM ? "hung (its alarm fired)"
+               : WIFSIGNALED(status) ? "died of a signal"
+                                     : "failed a check",
+               atomic_load(&stage->line), stage->what);
+  }
+
+  atomic_store(&stop_workers, true);
+  for (int i = 0; i < n; i++) {
+    if (row->foreign) {
+      assert_int_equal(pthread_join(workers[i].pthread, NULL), 0);
+    } else {
+      assert_int_equal(vmt_thread_join(workers[i].thread, NULL), 0);
+      assert_int_equal(vmt_thread_release(workers[i].thread), 0);
+    }
+  }
+  if (row->teardown) row->teardown();
+  /* The parent is untouched: the shared objects are free again. */
+  vmt_monitor_stats_t st;
+  assert_int_equal(vmt_monitor_get_stats(mon, &st), 0);
+  assert_int_equal(st.owner_id, 0);
+  assert_int_equal(st.wait_waiters, 0);
+  assert_int_equal(vmt_monitor_try_enter(mon), 0);
+  assert_int_equal(vmt_monitor_exit(mon), 0);
+  assert_int_equal(vmt_sync_try_lock(sync1), 0);
+  assert_int_equal(vmt_sync_unlock(sync1), 0);
+}
+
+/* Reads the headers' exports (test/public_functions.txt, one per line). */
+static size_t read_exports(char names[][64], size_t cap) {
+  FILE *f = fopen("test/public_functions.txt", "r");
+  assert_non_null(f);
+  size_t n = 0;
+  char line[128];
+  while (n < cap && fgets(line, sizeof(line), f)) {
+    line[strcspn(line, "\n")] = '\0';
+    size_t len = strlen(line);
+    if (len > 0 && len < 64) memcpy(names[n++], line, len + 1);
+  }
+  fclose(f);
+  return n;
+}
+
+static void every_public_function_has_a_row(void **state) {
+  (void)state;
+  static char names[512][64];
+  size_t n = read_exports(names, 512);
+  assert_true(n > 50);
+  size_t missing = 0;
+  for (size_t i = 0; i < n; i++) {
+    bool found = false;
+    for (size_t r = 0; r < ROW_COUNT && !found; r++) found = strcmp(rows[r].fn, names[i]) == 0;
+    if (!found) {
+      fprintf(stderr, "public function %s has no row in test/fork_calls_linux_test.c\n",
+              names[i]);
+      missing++;
+    }
+  }
+  for (size_t r = 0; r < ROW_COUNT; r++) {
+    if (strncmp(rows[r].fn, "vmt_", 4) != 0) continue;   /* a place, not a call */
+    bool found = false;
+    for (size_t i = 0; i < n && !found; i++) found = strcmp(rows[r].fn, names[i]) == 0;
+    if (!found) {
+      fprintf(stderr, "row %s names no public function\n", rows[r].fn);
+      missing++;
+    }
+  }
+  assert_int_equal(missing, 0);
+  print_message("%zu public functions, %zu rows\n", n, ROW_COUNT);
+}
+
+static void fork_inside_every_public_call(void **state) {
+  (void)state;
+  vmt_thread_options_t o = {.flags = VMT_THREAD_OPT_NAME, .name = "fork-calls-main"};
+  assert_int_equal(vmt_thread_attach(&o, &me), 0);
+  assert_int_equal(vmt_monitor_create(&mon, "fork-calls-mon"), 0);
+  assert_int_equal(vmt_sync_create(&sync1, "fork-calls-sync"), 0);
+  assert_int_equal(vmt_thread_start(&peer, peer_main, NULL), 0);
+  devnull = fopen("/dev/null", "w");
+  assert_non_null(devnull);
+  sigquit_on();
+  stage = mmap(NULL, sizeof(*stage), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  assert_true(stage != MAP_FAILED);
+
+  int forks = (int)rel_env_number("VMT_FORKS_PER_CALL", DEFAULT_FORKS);
+  const char *only = getenv("VMT_FORK_ROW");   /* one row, to chase a failure */
+  for (size_t r = 0; r < ROW_COUNT; r++)
+    if (only == NULL || strcmp(only, rows[r].fn) == 0) run_row(&rows[r], forks);
+
+  assert_int_equal(vmt_mx_disable_sigquit_dump(), 0);
+  atomic_store(&stop_peer, true);
+  vmt_unpark(peer);
+  assert_int_equal(vmt_thread_join(peer, NULL), 0);
+  assert_int_equal(vmt_thread_release(peer), 0);
+  assert_int_equal(vmt_monitor_destroy(mon), 0);
+  assert_int_equal(vmt_sync_destroy(sync1), 0);
+  assert_int_equal(vmt_thread_detach(), 0);
+  fclose(devnull);
+  munmap(stage, sizeof(*stage));
+  print_message("%zu rows, %ld fork children checked\n", ROW_COUNT, forks_done);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(every_public_function_has_a_row),
+      cmocka_unit_test(fork_inside_every_public_call),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
