@@ -107,7 +107,10 @@ static void child_checks(void) {
   CHECK(vmt_park(1000 * 1000 * 1000) == 0);
   CHECK(vmt_sleep_ns(1000) == 0);
 
-  /* The shared monitor and synchronizer: a vanished worker may hold them. */
+  /* The shared monitor and synchronizer: a vanished worker may hold them. Their statistics
+   * read (with contention monitoring on, under the monitor's own statistics). */
+  vmt_monitor_stats_t st;
+  CHECK(vmt_monitor_get_stats(mon, &st) == 0);
   int r = vmt_monitor_try_enter(mon);
   CHECK(r == 0 || r == -EBUSY);
   if (r == 0) {

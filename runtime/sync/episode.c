@@ -61,13 +61,17 @@ void vmt__episode_end(vmt_thread_t *t, vmt__episode_t *ep, struct vmt__lock *l,
   }
   bool keep_time = ep->epoch != 0 && ep->epoch == vmt__contention_current_epoch();
   if (keep_time && ep->kind == VMT__EP_ENTER && l != NULL) {
-    pthread_mutex_lock(&l->stats_lock);
-    if (l->times_epoch != ep->epoch) {
-      l->blocked_ns = 0;
-      l->times_epoch = ep->epoch;
+    /* An enter episode ends with the lock acquired (it has no deadline): only the owner
+     * writes, so no read-modify-write. The epoch is stored after the time it goes with, with
+     * release: a reader that sees the new epoch sees the new epoch's time. */
+    if (atomic_load_explicit(&l->times_epoch, memory_order_relaxed) != ep->epoch) {
+      atomic_store_explicit(&l->blocked_ns, d, memory_order_relaxed);
+      atomic_store_explicit(&l->times_epoch, ep->epoch, memory_order_release);
+    } else {
+      atomic_store_explicit(&l->blocked_ns,
+                            atomic_load_explicit(&l->blocked_ns, memory_order_relaxed) + d,
+                            memory_order_relaxed);
     }
-    l->blocked_ns += d;
-    pthread_mutex_unlock(&l->stats_lock);
   }
   if (t == NULL) {
     if (push != NULL) vmt__held_push(NULL, push);

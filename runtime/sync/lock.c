@@ -44,7 +44,7 @@ static void pool_fork_child(void) { pthread_mutex_init(&pool_lock, NULL); }
 VMT__PROCESS_STATE(lock_pool, .symbols = "pool_lock pool_chunks pool_free",
                    .rule = VMT__FORK_HOLD,
                    .fork = "the free list and the chunks are whole (held across fork); slots are "
-                           "inherited as they are",
+                           "inherited as they are, and have no lock of their own",
                    .rank = VMT__RANK_SYNC, .prepare = pool_fork_prepare,
                    .parent = pool_fork_parent, .child = pool_fork_child);
 VMT__PROCESS_STATE(lock_identity, .symbols = "identity_counter vmt__anchor",
@@ -62,7 +62,6 @@ static int pool_take(struct vmt__lock **out) {
     }
     memset(c, 0, sizeof(*c));
     for (int i = VMT__POOL_CHUNK - 1; i >= 0; i--) {
-      pthread_mutex_init(&c->slots[i].stats_lock, NULL);
       c->slots[i].free_next = pool_free;
       pool_free = &c->slots[i];
     }
@@ -106,10 +105,8 @@ int vmt__lock_create(struct vmt__lock **out, uint32_t magic, const char *name,
   /* Owner-side fields: nobody else may look at them before the slot is published. */
   l->recursions = 0;
   l->wait_head = l->wait_tail = NULL;
-  pthread_mutex_lock(&l->stats_lock);
-  l->blocked_ns = 0;
-  l->times_epoch = 0;
-  pthread_mutex_unlock(&l->stats_lock);
+  atomic_store_explicit(&l->times_epoch, 0, memory_order_relaxed);
+  atomic_store_explicit(&l->blocked_ns, 0, memory_order_relaxed);
 
   /* Reader-visible fields: release stores, so a reader that sees any of them and then re-checks
    * its sequence lock sees everything that came before this slot's recycling. */

@@ -101,9 +101,9 @@ int vmt_monitor_get_stats(const vmt_monitor_t *m, vmt_monitor_stats_t *out) {
   if (epoch == 0) {
     out->blocked_time_ns = -1;
   } else {
-    pthread_mutex_lock(&l->stats_lock);
-    out->blocked_time_ns = l->times_epoch == epoch ? l->blocked_ns : 0;
-    pthread_mutex_unlock(&l->stats_lock);
+    /* The epoch first (acquire): the time read after it is that epoch's (episode.c). */
+    bool current = atomic_load_explicit(&l->times_epoch, memory_order_acquire) == epoch;
+    out->blocked_time_ns = current ? atomic_load_explicit(&l->blocked_ns, memory_order_relaxed) : 0;
   }
   const vmt__snapshot_t *snap = vmt__registry_acquire();
   out->owner_id = vmt__token_owner_id(snap, atomic_load_explicit(&l->owner, memory_order_relaxed));

@@ -75,9 +75,11 @@ struct vmt__lock {
   _Atomic uint32_t wait_waiters;
   vmt__wait_node_t *wait_head;              /* owner only: FIFO wait set */
   vmt__wait_node_t *wait_tail;
-  pthread_mutex_t stats_lock;               /* blocked_ns and its epoch */
-  int64_t blocked_ns;
-  uint64_t times_epoch;
+  /* Blocked time and the contention-monitoring epoch it belongs to: written only by a thread
+   * that has just entered after blocking, so while it owns the lock (episode.c); read by anyone.
+   * No lock of their own: a per-lock mutex could be held by a thread that vanishes at fork. */
+  _Atomic int64_t blocked_ns;
+  _Atomic uint64_t times_epoch;
   /* Identity: written at create, read by anyone (atomics: a slot may be recycled under a
    * racing reader, whose sequence lock then makes it retry). */
   _Atomic int32_t identity;
