@@ -114,12 +114,20 @@ static void child_checks(void) {
   int r = vmt_monitor_try_enter(mon);
   CHECK(r == 0 || r == -EBUSY);
   if (r == 0) {
+    /* Threads that waited or blocked on it in the parent are not waiting here: notify has
+     * nobody to wake (their wait nodes were on their stacks), and it can be destroyed. */
+    CHECK(vmt_monitor_get_stats(mon, &st) == 0 && st.wait_waiters == 0 && st.entry_waiters == 0);
+    CHECK(vmt_monitor_notify_all(mon) == 0);
     CHECK(vmt_monitor_wait(mon, 1000) == -ETIMEDOUT);
     CHECK(vmt_monitor_exit(mon) == 0);
+    CHECK(vmt_monitor_destroy(mon) == 0);
   }
   r = vmt_sync_try_lock(sync1);
   CHECK(r == 0 || r == -EBUSY);
-  if (r == 0) CHECK(vmt_sync_unlock(sync1) == 0);
+  if (r == 0) {
+    CHECK(vmt_sync_unlock(sync1) == 0);
+    CHECK(vmt_sync_destroy(sync1) == 0);
+  }
 
 #if CHILD_MAY_ALLOCATE
   /* New threads start, meet on a new monitor, are counted and joined. */

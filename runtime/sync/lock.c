@@ -36,15 +36,35 @@ static struct vmt__lock *pool_free;
 static _Atomic uint32_t identity_counter;
 
 /* A fork while another thread holds pool_lock would leave it locked forever in the child, which
- * may go on using the runtime: hold it across fork. Monitors owned by threads that do not exist
- * in the child stay owned, as pthread mutexes do. */
+ * may go on using the runtime: hold it across fork. */
 static void pool_fork_prepare(void) { pthread_mutex_lock(&pool_lock); }
 static void pool_fork_parent(void) { pthread_mutex_unlock(&pool_lock); }
-static void pool_fork_child(void) { pthread_mutex_init(&pool_lock, NULL); }
+
+/* A live slot in the fork child, where only the forking thread exists. It cannot be waiting or
+ * blocked on anything (it is inside fork), so every waiter is a vanished thread: the wait set,
+ * whose nodes are on vanished stacks (glibc gives those stacks to the child's next threads), and
+ * the counts of threads inside wait or a contended enter, which no vanished thread will ever
+ * bring down, are emptied. Only slots that need it are written: a child does not copy every
+ * page of the pool. */
+static void slot_fork_child(struct vmt__lock *l) {
+  if (atomic_load_explicit(&l->magic, memory_order_relaxed) == 0) return;
+  if (l->wait_head != NULL || l->wait_tail != NULL) l->wait_head = l->wait_tail = NULL;
+  if (atomic_load_explicit(&l->wait_waiters, memory_order_relaxed) != 0)
+    atomic_store_explicit(&l->wait_waiters, 0, memory_order_relaxed);
+  if (atomic_load_explicit(&l->entry_waiters, memory_order_relaxed) != 0)
+    atomic_store_explicit(&l->entry_waiters, 0, memory_order_relaxed);
+}
+
+static void pool_fork_child(void) {
+  pthread_mutex_init(&pool_lock, NULL);
+  for (pool_chunk_t *c = pool_chunks; c != NULL; c = c->next)
+    for (int i = 0; i < VMT__POOL_CHUNK; i++) slot_fork_child(&c->slots[i]);
+}
 VMT__PROCESS_STATE(lock_pool, .symbols = "pool_lock pool_chunks pool_free",
                    .rule = VMT__FORK_HOLD,
-                   .fork = "the free list and the chunks are whole (held across fork); slots are "
-                           "inherited as they are, and have no lock of their own",
+                   .fork = "the free list and the chunks are whole (held across fork); every "
+                           "live slot's wait set and waiter counts are emptied (its waiters "
+                           "vanished); slots have no lock of their own",
                    .rank = VMT__RANK_SYNC, .prepare = pool_fork_prepare,
                    .parent = pool_fork_parent, .child = pool_fork_child);
 VMT__PROCESS_STATE(lock_identity, .symbols = "identity_counter vmt__anchor",
