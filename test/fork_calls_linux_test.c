@@ -107,27 +107,26 @@ static void child_checks(void) {
   CHECK(vmt_park(1000 * 1000 * 1000) == 0);
   CHECK(vmt_sleep_ns(1000) == 0);
 
-  /* The shared monitor and synchronizer: a vanished worker may hold them. Their statistics
-   * read (with contention monitoring on, under the monitor's own statistics). */
+  /* The shared monitor and synchronizer, which a vanished worker may have owned, waited on or
+   * blocked on. Their statistics read (with contention monitoring on, under the monitor's own
+   * statistics); nobody owns them, or a vanished owner's are taken over (-EOWNERDEAD); nobody
+   * waits on them (the waiters' nodes were on their stacks): notify wakes no one, and they can
+   * be destroyed. */
   vmt_monitor_stats_t st;
-  CHECK(vmt_monitor_get_stats(mon, &st) == 0);
+  CHECK(vmt_monitor_get_stats(mon, &st) == 0 && st.owner_id == 0);
   int r = vmt_monitor_try_enter(mon);
-  CHECK(r == 0 || r == -EBUSY);
-  if (r == 0) {
-    /* Threads that waited or blocked on it in the parent are not waiting here: notify has
-     * nobody to wake (their wait nodes were on their stacks), and it can be destroyed. */
-    CHECK(vmt_monitor_get_stats(mon, &st) == 0 && st.wait_waiters == 0 && st.entry_waiters == 0);
-    CHECK(vmt_monitor_notify_all(mon) == 0);
-    CHECK(vmt_monitor_wait(mon, 1000) == -ETIMEDOUT);
-    CHECK(vmt_monitor_exit(mon) == 0);
-    CHECK(vmt_monitor_destroy(mon) == 0);
-  }
+  CHECK(r == 0 || r == -EOWNERDEAD);
+  CHECK(vmt_monitor_get_stats(mon, &st) == 0 && st.owner_id == vmt_thread_id(me));
+  CHECK(st.wait_waiters == 0 && st.entry_waiters == 0);
+  CHECK(vmt_monitor_notify_all(mon) == 0);
+  CHECK(vmt_monitor_wait(mon, 1000) == -ETIMEDOUT);
+  CHECK(vmt_monitor_exit(mon) == 0);
+  CHECK(vmt_monitor_exit(mon) == -EPERM);
+  CHECK(vmt_monitor_destroy(mon) == 0);
   r = vmt_sync_try_lock(sync1);
-  CHECK(r == 0 || r == -EBUSY);
-  if (r == 0) {
-    CHECK(vmt_sync_unlock(sync1) == 0);
-    CHECK(vmt_sync_destroy(sync1) == 0);
-  }
+  CHECK(r == 0 || r == -EOWNERDEAD);
+  CHECK(vmt_sync_unlock(sync1) == 0);
+  CHECK(vmt_sync_destroy(sync1) == 0);
 
 #if CHILD_MAY_ALLOCATE
   /* New threads start, meet on a new monitor, are counted and joined. */

@@ -6,11 +6,11 @@
  * behind in the parent, dumps, scans for deadlocks, and turns the SIGQUIT dump off without
  * waiting for a thread it does not have.
  *
- * The rule for monitors (docs/reliability.md, "fork"): a monitor or synchronizer held by the
- * forking thread stays held by it in the child, at the same depth, and works. One held by any
- * other thread stays held forever in the child (that owner does not exist there): try_enter
- * answers -EBUSY, destroy -EBUSY, and enter would block for good, like a pthread mutex another
- * thread held at fork. Threads waiting in the parent are not waiting in the child.
+ * The rule for monitors (docs/design.md, "fork"): a monitor or synchronizer held by the forking
+ * thread stays held by it in the child, at the same depth, and works. One held by any other
+ * thread is owned by nobody the child has: no owner id, destroy -EBUSY, exit -EPERM, until the
+ * next acquirer takes it over and is told so with -EOWNERDEAD (a robust mutex's answer).
+ * Threads waiting in the parent are not waiting in the child.
  * Public API only; the child reports the first failed check as its exit code.
  */
 #include <errno.h>
@@ -157,14 +157,21 @@ static void child(vmt_thread_t *me, vmt_thread_t **others) {
   CHECK(22, vmt_monitor_exit(held_by_me) == -EPERM);
   CHECK(23, vmt_monitor_enter(held_by_me) == 0 && vmt_monitor_wait(held_by_me, 1000) == -ETIMEDOUT &&
                 vmt_monitor_exit(held_by_me) == 0);
-  /* Another thread's monitor and synchronizer stay held; the waiters are gone. */
-  CHECK(24, vmt_monitor_try_enter(held_by_other) == -EBUSY);
-  CHECK(25, vmt_monitor_destroy(held_by_other) == -EBUSY);
-  CHECK(26, vmt_sync_try_lock(sync_held_by_other) == -EBUSY);
-  CHECK(27, vmt_sync_timed_lock(sync_held_by_other, 1000) == -ETIMEDOUT);
-  CHECK(28, vmt_monitor_exit(held_by_other) == -EPERM);
+  /* Another thread's monitor and synchronizer: owned by nobody here until the next acquirer
+   * takes them over (-EOWNERDEAD), then ordinary; the waiters are gone. */
   vmt_monitor_stats_t st;
-  CHECK(29, vmt_monitor_get_stats(held_by_other, &st) == 0 && st.owner_id == 0);
+  CHECK(24, vmt_monitor_get_stats(held_by_other, &st) == 0 && st.owner_id == 0);
+  CHECK(25, vmt_monitor_destroy(held_by_other) == -EBUSY);
+  CHECK(26, vmt_monitor_exit(held_by_other) == -EPERM);
+  CHECK(27, vmt_monitor_enter(held_by_other) == -EOWNERDEAD);
+  CHECK(28, vmt_monitor_get_stats(held_by_other, &st) == 0 && st.owner_id == vmt_thread_id(me) &&
+                vmt_monitor_exit(held_by_other) == 0 && vmt_monitor_try_enter(held_by_other) == 0 &&
+                vmt_monitor_exit(held_by_other) == 0);
+  CHECK(29, vmt_sync_timed_lock(sync_held_by_other, 1000) == -EOWNERDEAD &&
+                vmt_sync_try_lock(sync_held_by_other) == -EBUSY &&
+                vmt_sync_unlock(sync_held_by_other) == 0);
+  CHECK(19, vmt_monitor_get_stats(waited_on, &st) == 0 && st.wait_waiters == 0 &&
+                vmt_monitor_destroy(waited_on) == 0);
 
   /* New threads start, take monitors, and are counted. Not under the sanitizers: see
    * CHILD_MAY_ALLOCATE (and TSan's runtime does not support threads in the fork child of a

@@ -13,6 +13,13 @@
  * Every call below that takes a monitor or synchronizer answers -EINVAL for NULL or for a
  * handle that is not a live object of that kind (destroyed, or the other kind), before any
  * other error it lists.
+ *
+ * After fork(), in the child: a monitor or synchronizer that a thread which did not survive the
+ * fork owned is taken over by the next enter, try_enter, lock, try_lock or timed_lock, which
+ * answers -EOWNERDEAD (as a robust pthread mutex does): the caller owns it, once, and what it
+ * guards was left by a thread that stopped wherever it was. Until then it reads as owned by
+ * nobody, and destroy answers -EBUSY. Threads that were waiting or blocked on it in the parent
+ * are not waiting in the child. (docs/design.md, "fork")
  */
 #ifndef VMTHREAD_MONITOR_H
 #define VMTHREAD_MONITOR_H
@@ -35,9 +42,11 @@ VMT_EXPORT int vmt_monitor_create(vmt_monitor_t **out, const char *name);
  * never a crash. */
 VMT_EXPORT int vmt_monitor_destroy(vmt_monitor_t *m);
 
-/* Reentrant enter. -EINVAL on NULL, -EAGAIN past 2^32-1 nested enters. */
+/* Reentrant enter. -EINVAL on NULL, -EAGAIN past 2^32-1 nested enters, -EOWNERDEAD (entered;
+ * fork child only, above). */
 VMT_EXPORT int vmt_monitor_enter(vmt_monitor_t *m);
-/* 0 if entered (recursively too), -EBUSY if another thread owns it, -EAGAIN as for enter. */
+/* 0 if entered (recursively too), -EBUSY if another thread owns it, -EAGAIN and -EOWNERDEAD
+ * as for enter. */
 VMT_EXPORT int vmt_monitor_try_enter(vmt_monitor_t *m);
 /* -EPERM if the caller does not own m (Java: IllegalMonitorStateException). */
 VMT_EXPORT int vmt_monitor_exit(vmt_monitor_t *m);
@@ -69,7 +78,8 @@ typedef struct vmt_monitor_stats {
 } vmt_monitor_stats_t;
 VMT_EXPORT int vmt_monitor_get_stats(const vmt_monitor_t *m, vmt_monitor_stats_t *out);
 
-/* Ownable synchronizer (java.util.concurrent AbstractOwnableSynchronizer): not reentrant. */
+/* Ownable synchronizer (java.util.concurrent AbstractOwnableSynchronizer): not reentrant. lock,
+ * try_lock and timed_lock may also answer -EOWNERDEAD (locked; fork child only, above). */
 VMT_EXPORT int vmt_sync_create(vmt_sync_t **out, const char *name);
 VMT_EXPORT int vmt_sync_destroy(vmt_sync_t *s);            /* -EBUSY while owned or waited for */
 VMT_EXPORT int vmt_sync_lock(vmt_sync_t *s);               /* -EDEADLK if the caller owns it */

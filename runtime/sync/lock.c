@@ -44,10 +44,23 @@ static void pool_fork_parent(void) { pthread_mutex_unlock(&pool_lock); }
  * blocked on anything (it is inside fork), so every waiter is a vanished thread: the wait set,
  * whose nodes are on vanished stacks (glibc gives those stacks to the child's next threads), and
  * the counts of threads inside wait or a contended enter, which no vanished thread will ever
- * bring down, are emptied. Only slots that need it are written: a child does not copy every
- * page of the pool. */
-static void slot_fork_child(struct vmt__lock *l) {
+ * bring down, are emptied. A lock the forking thread holds stays its own. One held by a vanished
+ * thread is marked VMT__OWNER_VANISHED, for the next acquirer to take over with -EOWNERDEAD;
+ * one whose word is taken but whose owner is not named yet (or no longer) was being acquired or
+ * released by a vanished thread outside its critical section, and is free. Only slots that need
+ * it are written: a child does not copy every page of the pool. */
+static void slot_fork_child(struct vmt__lock *l, uintptr_t self_record, uintptr_t self_anchor) {
   if (atomic_load_explicit(&l->magic, memory_order_relaxed) == 0) return;
+  uintptr_t owner = atomic_load_explicit(&l->owner, memory_order_relaxed);
+  if (atomic_load_explicit(&l->state, memory_order_relaxed) != VMT__LOCK_FREE) {
+    if (owner == 0) {
+      atomic_store_explicit(&l->state, VMT__LOCK_FREE, memory_order_relaxed);
+    } else if (owner != self_record && owner != self_anchor && owner != VMT__OWNER_VANISHED) {
+      atomic_store_explicit(&l->owner, VMT__OWNER_VANISHED, memory_order_relaxed);
+      l->recursions = 0;
+      atomic_store_explicit(&l->state, VMT__LOCK_LOCKED, memory_order_relaxed);
+    }
+  }
   if (l->wait_head != NULL || l->wait_tail != NULL) l->wait_head = l->wait_tail = NULL;
   if (atomic_load_explicit(&l->wait_waiters, memory_order_relaxed) != 0)
     atomic_store_explicit(&l->wait_waiters, 0, memory_order_relaxed);
@@ -57,14 +70,18 @@ static void slot_fork_child(struct vmt__lock *l) {
 
 static void pool_fork_child(void) {
   pthread_mutex_init(&pool_lock, NULL);
+  vmt_thread_t *self = vmt__current;
+  uintptr_t self_record = (uintptr_t)self;   /* 0 without a record: never a slot's owner here */
   for (pool_chunk_t *c = pool_chunks; c != NULL; c = c->next)
-    for (int i = 0; i < VMT__POOL_CHUNK; i++) slot_fork_child(&c->slots[i]);
+    for (int i = 0; i < VMT__POOL_CHUNK; i++)
+      slot_fork_child(&c->slots[i], self_record, (uintptr_t)&vmt__anchor);
 }
 VMT__PROCESS_STATE(lock_pool, .symbols = "pool_lock pool_chunks pool_free",
                    .rule = VMT__FORK_HOLD,
                    .fork = "the free list and the chunks are whole (held across fork); every "
                            "live slot's wait set and waiter counts are emptied (its waiters "
-                           "vanished); slots have no lock of their own",
+                           "vanished), a slot a vanished thread owned is marked for takeover "
+                           "(-EOWNERDEAD); slots have no lock of their own",
                    .rank = VMT__RANK_SYNC, .prepare = pool_fork_prepare,
                    .parent = pool_fork_parent, .child = pool_fork_child);
 VMT__PROCESS_STATE(lock_identity, .symbols = "identity_counter vmt__anchor",
@@ -162,6 +179,19 @@ int vmt__lock_destroy(struct vmt__lock *l, uint32_t magic) {
     return -EINVAL;
   pool_give(l);
   return 0;
+}
+
+bool vmt__lock_claim_vanished(struct vmt__lock *l, vmt_thread_t *t, uintptr_t me) {
+  uintptr_t expected = VMT__OWNER_VANISHED;
+  if (__builtin_expect(atomic_load_explicit(&l->owner, memory_order_relaxed) != expected, 1) ||
+      !atomic_compare_exchange_strong_explicit(&l->owner, &expected, me, memory_order_acquire,
+                                               memory_order_relaxed))
+    return false;
+  /* The word stays taken (it was marked taken for us); the rest is what an acquisition does. */
+  l->recursions = 0;
+  vmt__lock_count_enter(l);
+  vmt__held_push(t, l);
+  return true;
 }
 
 static void copy_name(const struct vmt__lock *l, char *buf) {

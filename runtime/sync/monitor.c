@@ -41,6 +41,7 @@ static __attribute__((noinline)) int enter_slow(struct vmt__lock *l, vmt_thread_
   /* Owned by us under our other identity (we attached or detached since). */
   if (vmt__token_is_self(atomic_load_explicit(&l->owner, memory_order_relaxed), t))
     return enter_recursive(l);
+  if (vmt__lock_claim_vanished(l, t, me)) return -EOWNERDEAD;
   return vmt__lock_enter_contended(l, t, me, VMT__EP_ENTER, VMT_OS_NO_DEADLINE, true, false);
 }
 
@@ -62,7 +63,7 @@ int vmt_monitor_try_enter(vmt_monitor_t *m) {
   uintptr_t me = vmt__token(t);
   if (vmt__token_is_self(atomic_load_explicit(&l->owner, memory_order_relaxed), t))
     return enter_recursive(l);
-  if (!vmt__lock_try_acquire(l)) return -EBUSY;
+  if (!vmt__lock_try_acquire(l)) return vmt__lock_claim_vanished(l, t, me) ? -EOWNERDEAD : -EBUSY;
   vmt__lock_took(l, t, me);
   return 0;
 }

@@ -111,12 +111,20 @@ int vmt__lock_create(struct vmt__lock **out, uint32_t magic, const char *name,
                      const char *default_name);
 /* -EINVAL unless l carries magic, -EBUSY while owned or waited on; else frees the slot. */
 int vmt__lock_destroy(struct vmt__lock *l, uint32_t magic);
+/* Takes over l if its owner vanished at fork (VMT__OWNER_VANISHED): ownership at depth 1 and
+ * the held-list push as for any acquisition; true if the caller now owns it. */
+bool vmt__lock_claim_vanished(struct vmt__lock *l, vmt_thread_t *t, uintptr_t me);
 /* "name@hexid" into buf (always terminated when len > 0); the length it needs. */
 int vmt__lock_describe(const struct vmt__lock *l, char *buf, size_t len);
 /* Copies class, display name and identity into a descriptor. Racing readers welcome. */
 void vmt__lock_fill_desc(const struct vmt__lock *l, vmt__lock_desc_t *d);
 
-/* ---- Owner token ---------------------------------------------------------------------- */
+/* ---- Owner token ---------------------------------------------------------------------- *
+ * The owner's record, or the address of the thread's anchor below for a thread without one, or,
+ * in a fork child, VMT__OWNER_VANISHED for a lock whose owner did not survive the fork (never
+ * an address: records and anchors are aligned). The next thread to take such a lock takes it
+ * over with vmt__lock_claim_vanished and reports -EOWNERDEAD (docs/design.md, "fork"). */
+#define VMT__OWNER_VANISHED ((uintptr_t)1)
 typedef struct vmt__anchor {
   _Atomic uint32_t seq;
   _Atomic(struct vmt__lock *) held_head;

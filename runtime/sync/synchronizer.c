@@ -36,6 +36,7 @@ static int lock_until(vmt_sync_t *s, int64_t timeout_ns, bool timed) {
   if (vmt__token_is_self(atomic_load_explicit(&l->owner, memory_order_relaxed), t))
     return -EDEADLK;
   if (!vmt__lock_try_acquire(l)) {
+    if (vmt__lock_claim_vanished(l, t, me)) return -EOWNERDEAD;
     if (timed && timeout_ns <= 0) return -ETIMEDOUT;   /* tryLock(0, unit) */
     int64_t deadline = timed ? vmt__deadline_after(timeout_ns) : VMT_OS_NO_DEADLINE;
     return vmt__lock_enter_contended(l, t, me, VMT__EP_SYNC, deadline, true, false);
@@ -54,8 +55,9 @@ int vmt_sync_try_lock(vmt_sync_t *s) {
   struct vmt__lock *l = as_lock(s);
   if (l == NULL) return -EINVAL;
   vmt_thread_t *t = vmt__current;
-  if (!vmt__lock_try_acquire(l)) return -EBUSY;
-  vmt__lock_took(l, t, vmt__token(t));
+  uintptr_t me = vmt__token(t);
+  if (!vmt__lock_try_acquire(l)) return vmt__lock_claim_vanished(l, t, me) ? -EOWNERDEAD : -EBUSY;
+  vmt__lock_took(l, t, me);
   return 0;
 }
 
