@@ -81,6 +81,12 @@ static void stage_set(int line, const char *what) {
     stage_set(__LINE__, #cond);                     \
     if (!(cond)) _exit(1);                          \
   } while (0)
+/* A call that answers nothing to check, but must return. */
+#define DO(call)                                    \
+  do {                                              \
+    stage_set(__LINE__, #call);                     \
+    call;                                           \
+  } while (0)
 
 #if CHILD_MAY_ALLOCATE
 static void *child_thread(void *arg) {
@@ -91,6 +97,8 @@ static void *child_thread(void *arg) {
   return m;
 }
 #endif
+
+static int slow_walker(vmt_thread_t *t, vmt_stack_frame_t *frames, int32_t max, void *ctx);
 
 /* What the child of any row must find and be able to do. */
 static void child_checks(void) {
@@ -127,6 +135,10 @@ static void child_checks(void) {
   CHECK(r == 0 || r == -EOWNERDEAD);
   CHECK(vmt_sync_unlock(sync1) == 0);
   CHECK(vmt_sync_destroy(sync1) == 0);
+
+  /* The stack walker can be replaced, whatever a vanished thread was doing with it. */
+  DO(vmt_mx_set_stack_walker(slow_walker, NULL));
+  DO(vmt_mx_set_stack_walker(NULL, NULL));
 
 #if CHILD_MAY_ALLOCATE
   /* New threads start, meet on a new monitor, are counted and joined. */
@@ -790,10 +802,58 @@ static void fork_inside_every_public_call(void **state) {
   print_message("%zu rows, %ld fork children checked\n", ROW_COUNT, forks_done);
 }
 
+/* The forking thread itself inside a walk: a VM's walker that forks. The walk goes on in both
+ * processes; in the child it must end as it began, holding what it held, so that the walker
+ * can be replaced afterwards. */
+#if CHILD_MAY_ALLOCATE
+static _Atomic pid_t walker_child = -1;
+static int forking_walker(vmt_thread_t *t, vmt_stack_frame_t *frames, int32_t max, void *ctx) {
+  (void)t, (void)ctx;
+  if (atomic_load(&walker_child) == -1) {
+    fflush(NULL);
+    atomic_store(&walker_child, fork());
+  }
+  if (max < 1) return 0;
+  frames[0] = (vmt_stack_frame_t){.function = "forking_walker", .file = NULL, .line = 1, .pc = 0};
+  return 1;
+}
+#endif
+
+static void fork_inside_a_walker(void **state) {
+  (void)state;
+#if !CHILD_MAY_ALLOCATE
+  skip();   /* the walk's copy allocates, in the child: see CHILD_MAY_ALLOCATE */
+#else
+  vmt_thread_options_t o = {.flags = VMT_THREAD_OPT_NAME, .name = "fork-walker-main"};
+  assert_int_equal(vmt_thread_attach(&o, &me), 0);
+  vmt_mx_set_stack_walker(forking_walker, NULL);
+  vmt_thread_info_t *info = NULL;
+  int rc = vmt_mx_get_thread_info(vmt_thread_id(me), 4, &info);
+  if (atomic_load(&walker_child) == 0) {
+    alarm(20);
+    bool ok = rc == 0 && info != NULL && info->frame_count == 1 &&
+              strcmp(info->frames[0].function, "forking_walker") == 0;
+    vmt_mx_thread_info_free(info);
+    vmt_mx_set_stack_walker(NULL, NULL);   /* hangs if the child's walk was not accounted */
+    _exit(ok ? 0 : 1);
+  }
+  assert_int_equal(rc, 0);
+  vmt_mx_thread_info_free(info);
+  assert_true(atomic_load(&walker_child) > 0);
+  int status = 0;
+  if (wait_child(atomic_load(&walker_child), 30, &status) != 0)
+    fail_msg("the child forked inside a walker hung");
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  vmt_mx_set_stack_walker(NULL, NULL);
+  assert_int_equal(vmt_thread_detach(), 0);
+#endif
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(every_public_function_has_a_row),
       cmocka_unit_test(fork_inside_every_public_call),
+      cmocka_unit_test(fork_inside_a_walker),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,6 +12,13 @@
  * while it fills frames, with vmt_mx_frame_holds_monitor(frame, monitor); the reports of a
  * walk live in the querying thread's current walk (a thread-local pointer, set only during the
  * walker call). Nothing is recorded at monitor enter, so the uncontended path costs the same.
+ *
+ * fork: the lock cannot be held across fork (a walk holds it while running the VM's code, which
+ * may wait for anything, the forking thread included), so the child re-initialises it, and
+ * takes it again for each walk the forking thread itself is inside (a walker that forks). The
+ * walker and its context are one pair in one of two slots, the setter fills the slot not in
+ * use and then switches with one store, so a child forked in the middle of a replacement sees
+ * the old pair or the new one, never half of each.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -37,12 +44,28 @@
 /* Frames of the runtime itself between the public call and backtrace(), with slack. */
 #define NATIVE_OWN_FRAMES 16
 
+typedef struct walker_pair {
+  vmt_mx_stack_walker_fn fn;
+  void *ctx;
+} walker_pair_t;
+
 static pthread_rwlock_t walker_lock = PTHREAD_RWLOCK_INITIALIZER;
-static vmt_mx_stack_walker_fn walker;
-static void *walker_ctx;
-VMT__PROCESS_STATE(walker, .symbols = "walker_lock walker walker_ctx current_walk",
-                   .rule = VMT__FORK_KEEP,
-                   .fork = "inherited as it is");
+static walker_pair_t walker_pairs[2];
+static _Atomic(walker_pair_t *) walker = &walker_pairs[0];   /* under walker_lock */
+/* Walks the calling thread is inside (a walker may query, and so walk, again). */
+static _Thread_local int walks_in_progress __attribute__((tls_model("initial-exec")));
+
+static void walker_fork_child(void) {
+  pthread_rwlock_init(&walker_lock, NULL);
+  for (int i = 0; i < walks_in_progress; i++) pthread_rwlock_rdlock(&walker_lock);
+}
+VMT__PROCESS_STATE(walker,
+                   .symbols = "walker_lock walker_pairs walker walks_in_progress current_walk",
+                   .rule = VMT__FORK_REINIT,
+                   .fork = "the lock is re-initialised, held again for the forking thread's own "
+                           "walks (whose reports go on); the VM's walker stays registered (its "
+                           "code is the child's too)",
+                   .rank = VMT__RANK_MANAGEMENT + 1, .child = walker_fork_child);
 
 /* The reports of the walker call in progress on this thread. Not initial-exec: it is touched
  * once per walker call, and the model the library's hot variables need is no use here. */
@@ -76,8 +99,11 @@ int vmt_mx_frame_holds_monitor(int32_t frame, const vmt_monitor_t *monitor) {
 
 void vmt_mx_set_stack_walker(vmt_mx_stack_walker_fn fn, void *ctx) {
   pthread_rwlock_wrlock(&walker_lock);
-  walker = fn;
-  walker_ctx = ctx;
+  walker_pair_t *cur = atomic_load_explicit(&walker, memory_order_relaxed);
+  walker_pair_t *next = cur == &walker_pairs[0] ? &walker_pairs[1] : &walker_pairs[0];
+  next->fn = fn;
+  next->ctx = ctx;
+  atomic_store_explicit(&walker, next, memory_order_release);
   pthread_rwlock_unlock(&walker_lock);
 }
 
@@ -216,10 +242,13 @@ int vmt__mx_capture_frames(vmt_thread_t *t, int32_t max_depth, const void *calle
   int rc = 0;
   walk_reports_t reports = {0};
   pthread_rwlock_rdlock(&walker_lock);
-  if (walker)
-    rc = walk_with(walker, walker_ctx, t, max_depth, frames, count, &reports);
+  walks_in_progress++;
+  const walker_pair_t *w = atomic_load_explicit(&walker, memory_order_acquire);
+  if (w->fn)
+    rc = walk_with(w->fn, w->ctx, t, max_depth, frames, count, &reports);
   else if (t == vmt_thread_current())
     rc = native_frames(max_depth, caller_pc, frames, count);
+  walks_in_progress--;
   pthread_rwlock_unlock(&walker_lock);
   if (rc == 0 && locks && lock_count && reports.count > 0) {
     *locks = reports.items;
