@@ -10,6 +10,7 @@
  * The child reports where it is in a page shared with the parent; the parent kills a child
  * that hangs and names the row, the check and its line. Public API only.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -22,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -50,6 +52,18 @@ static vmt_sync_t *sync1;
 static FILE *devnull;
 static _Atomic bool stop_peer;
 static _Atomic bool stop_workers;
+
+/* SIGQUIT: the disposition the test installs before the dump is enabled (the dump must give it
+ * back), and the dump's pipe in the parent, found by its descriptors' inodes. */
+static _Atomic int quits_seen;
+static void count_quit(int sig) {
+  (void)sig;
+  atomic_fetch_add(&quits_seen, 1);
+}
+enum { MAX_PIPES = 8 };
+static int dump_pipe_fd[MAX_PIPES];
+static ino_t dump_pipe_ino[MAX_PIPES];
+static int dump_pipe_count;
 
 typedef struct row {
   const char *fn;                 /* the public function (or, not vmt_*, a place) covered */
@@ -135,6 +149,37 @@ static void child_checks(void) {
   CHECK(r == 0 || r == -EOWNERDEAD);
   CHECK(vmt_sync_unlock(sync1) == 0);
   CHECK(vmt_sync_destroy(sync1) == 0);
+
+  /* The SIGQUIT dump is off in the child: the parent's handler and pipe are not inherited (a
+   * SIGQUIT to the child must not make the parent print), the disposition found at enable is
+   * back, and the dump can be turned off (nothing to wait for) and on again. */
+  struct sigaction sa;
+  CHECK(sigaction(SIGQUIT, NULL, &sa) == 0 && sa.sa_handler == count_quit);
+  for (int i = 0; i < dump_pipe_count; i++) {
+    struct stat sb;
+    CHECK(fstat(dump_pipe_fd[i], &sb) != 0 || sb.st_ino != dump_pipe_ino[i]);
+  }
+  int quits = atomic_load(&quits_seen);
+  CHECK(raise(SIGQUIT) == 0 && atomic_load(&quits_seen) == quits + 1);
+  CHECK(vmt_mx_disable_sigquit_dump() == 0);
+#if CHILD_MAY_ALLOCATE
+  FILE *quit_sink = tmpfile();
+  CHECK(quit_sink != NULL);
+  CHECK(vmt_mx_enable_sigquit_dump(quit_sink) == 0);
+  CHECK(raise(SIGQUIT) == 0);
+  /* Read through the descriptor (the dump thread owns the stream; it flushes at the end). */
+  char head[512];
+  bool dumped = false;
+  for (int tries = 0; tries < 10000 && !dumped; tries++) {
+    ssize_t got = pread(fileno(quit_sink), head, sizeof(head) - 1, 0);
+    head[got > 0 ? got : 0] = '\0';
+    dumped = strstr(head, "Full thread dump") != NULL;
+    if (!dumped) vmt_sleep_ns(1000 * 1000);
+  }
+  CHECK(dumped);
+  CHECK(vmt_mx_disable_sigquit_dump() == 0);
+  CHECK(sigaction(SIGQUIT, NULL, &sa) == 0 && sa.sa_handler == count_quit);
+#endif
 
   /* The stack walker can be replaced, whatever a vanished thread was doing with it. */
   DO(vmt_mx_set_stack_walker(slow_walker, NULL));
@@ -519,8 +564,44 @@ static void call_sigquit_toggle(int w) {
   (void)w;
   if (vmt_mx_enable_sigquit_dump(devnull) == 0) vmt_mx_disable_sigquit_dump();
 }
-static void sigquit_off(void) { vmt_mx_disable_sigquit_dump(); }
-static void sigquit_on(void) { assert_int_equal(vmt_mx_enable_sigquit_dump(devnull), 0); }
+static void sigquit_off(void) {
+  vmt_mx_disable_sigquit_dump();
+  dump_pipe_count = 0;
+}
+/* The pipes open in this process, as (descriptor, inode). */
+static int list_pipes(int *fds, ino_t *inos, int cap) {
+  DIR *d = opendir("/proc/self/fd");
+  assert_non_null(d);
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL && n < cap;) {
+    int fd = atoi(e->d_name);
+    struct stat sb;
+    if (e->d_name[0] == '.' || fd == dirfd(d) || fstat(fd, &sb) != 0 || !S_ISFIFO(sb.st_mode))
+      continue;
+    fds[n] = fd;
+    inos[n++] = sb.st_ino;
+  }
+  closedir(d);
+  return n;
+}
+static void sigquit_on(void) {
+  int before_fd[MAX_PIPES];
+  ino_t before_ino[MAX_PIPES];
+  int before = list_pipes(before_fd, before_ino, MAX_PIPES);
+  assert_int_equal(vmt_mx_enable_sigquit_dump(devnull), 0);
+  int fds[MAX_PIPES];
+  ino_t inos[MAX_PIPES];
+  int n = list_pipes(fds, inos, MAX_PIPES);
+  dump_pipe_count = 0;
+  for (int i = 0; i < n; i++) {
+    bool old = false;
+    for (int j = 0; j < before && !old; j++) old = before_ino[j] == inos[i];
+    if (old) continue;
+    dump_pipe_fd[dump_pipe_count] = fds[i];
+    dump_pipe_ino[dump_pipe_count++] = inos[i];
+  }
+  assert_int_equal(dump_pipe_count, 2);   /* its two ends */
+}
 /* SIGQUIT to the worker itself: it runs the dump's signal handler over and over. */
 static void call_sigquit_handler(int w) {
   (void)w;
@@ -780,6 +861,9 @@ static void fork_inside_every_public_call(void **state) {
   assert_int_equal(vmt_thread_start(&peer, peer_main, NULL), 0);
   devnull = fopen("/dev/null", "w");
   assert_non_null(devnull);
+  struct sigaction quit = {.sa_handler = count_quit}, previous;
+  sigemptyset(&quit.sa_mask);
+  assert_int_equal(sigaction(SIGQUIT, &quit, &previous), 0);
   sigquit_on();
   stage = mmap(NULL, sizeof(*stage), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   assert_true(stage != MAP_FAILED);
@@ -790,6 +874,7 @@ static void fork_inside_every_public_call(void **state) {
     if (only == NULL || strcmp(only, rows[r].fn) == 0) run_row(&rows[r], forks);
 
   assert_int_equal(vmt_mx_disable_sigquit_dump(), 0);
+  assert_int_equal(sigaction(SIGQUIT, &previous, NULL), 0);
   atomic_store(&stop_peer, true);
   vmt_unpark(peer);
   assert_int_equal(vmt_thread_join(peer, NULL), 0);

@@ -21,10 +21,13 @@
  * loads the cleared descriptor. The chained handler is read the same way; a handler that
  * started before the restore may still call it, which is what it would have run anyway.
  *
- * Fork: the child inherits the disposition and the pipe but not the dump thread, so a SIGQUIT
- * in the child would fill a pipe nobody reads (and still chain). This state (sq_*) is on the
- * list of process-wide state that needs a fork rule (docs/design.md, "fork"): until it has one,
- * a child that wants dumps disables and enables again.
+ * fork: the dump thread does not exist in the child and the pipe is the parent's, shared with
+ * it: a SIGQUIT to the child, or the child writing the pipe to stop its thread, made the parent
+ * print a dump. So the child starts with the dump off: its handler gives back the disposition
+ * found at enable, closes its copies of the pipe, and forgets the thread and the handlers that
+ * were running in vanished threads (sq_in_handler). SIGQUIT is blocked in the forking thread
+ * across fork, so that none runs the dump's handler in the child before that; the child may
+ * enable the dump again.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -52,11 +55,8 @@ static _Atomic bool sq_stop;
 static void (*_Atomic sq_chain_action)(int, siginfo_t *, void *);
 static void (*_Atomic sq_chain_handler)(int);
 static _Atomic bool sq_chain_once;
-VMT__PROCESS_STATE(sigquit,
-                   .symbols = "sq_lock sq_enabled sq_read_fd sq_write_fd_owned sq_previous "
-                              "sq_thread sq_out sq_write_fd sq_in_handler sq_stop "
-                              "sq_chain_action sq_chain_handler sq_chain_once",
-                   .rule = VMT__FORK_KEEP, .fork = "inherited as it is");
+static sigset_t sq_fork_saved_mask;     /* the forking thread's, while SIGQUIT is blocked */
+static bool sq_fork_masked;
 
 static void sq_handler(int sig, siginfo_t *info, void *context) {
   int saved_errno = errno;
@@ -136,6 +136,51 @@ static void stop_thread(void) {
   vmt_thread_release(sq_thread);
   sq_thread = NULL;
 }
+
+/* fork (the opening comment says why). */
+static void sq_fork_prepare(void) {
+  pthread_mutex_lock(&sq_lock);
+  sq_fork_masked = false;
+  if (!sq_enabled) return;
+  sigset_t quit;
+  sigemptyset(&quit);
+  sigaddset(&quit, SIGQUIT);
+  sq_fork_masked = pthread_sigmask(SIG_BLOCK, &quit, &sq_fork_saved_mask) == 0;
+}
+
+static void sq_fork_parent(void) {
+  if (sq_fork_masked) pthread_sigmask(SIG_SETMASK, &sq_fork_saved_mask, NULL);
+  pthread_mutex_unlock(&sq_lock);
+}
+
+static void sq_fork_child(void) {
+  pthread_mutex_init(&sq_lock, NULL);
+  if (sq_enabled) {
+    sigaction(SIGQUIT, &sq_previous, NULL);
+    atomic_store(&sq_write_fd, -1);
+    clear_chain();
+    close_pipe();
+    sq_enabled = false;
+  }
+  /* The dump thread's record is a vanished thread's; its reference is left (no free here). */
+  sq_thread = NULL;
+  sq_out = NULL;
+  atomic_store(&sq_in_handler, 0);
+  atomic_store(&sq_stop, false);
+  if (sq_fork_masked) pthread_sigmask(SIG_SETMASK, &sq_fork_saved_mask, NULL);
+}
+VMT__PROCESS_STATE(sigquit,
+                   .symbols = "sq_lock sq_enabled sq_read_fd sq_write_fd_owned sq_previous "
+                              "sq_thread sq_out sq_write_fd sq_in_handler sq_stop "
+                              "sq_chain_action sq_chain_handler sq_chain_once "
+                              "sq_fork_saved_mask sq_fork_masked",
+                   .rule = VMT__FORK_DROP,
+                   .fork = "off in the child: the disposition found at enable is back (with "
+                           "nothing to chain to), the parent's pipe closed, the dump thread and "
+                           "the handlers running in vanished threads forgotten; the child may "
+                           "enable it again",
+                   .rank = VMT__RANK_MANAGEMENT, .prepare = sq_fork_prepare,
+                   .parent = sq_fork_parent, .child = sq_fork_child);
 
 int vmt_mx_enable_sigquit_dump(FILE *out) {
   pthread_mutex_lock(&sq_lock);
