@@ -51,7 +51,9 @@ enum {
 typedef struct vmt__process_state {
   const char *file;      /* the defining file, as __FILE__ gives it */
   const char *symbols;   /* the file-scope variables covered, space-separated, as nm names them
-                            (a function-scope static: its name without gcc's ".N" suffix) */
+                            (a function-scope static: its name without gcc's ".N" suffix);
+                            "" for a row whose state is fields of records or lock slots,
+                            which .fork then names */
   vmt__fork_rule_t rule;
   const char *fork;      /* what the child has, and why that is right */
   int rank;              /* VMT__RANK_* + a small offset; 0 for a row without handlers */

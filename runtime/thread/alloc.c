@@ -57,6 +57,17 @@ static enum { OFFSETS_UNCHECKED, OFFSETS_VALID, OFFSETS_DIFFER } offsets = OFFSE
 /* Distance from tls_anchor, as an integer: the two objects are unrelated in C's eyes. */
 static uintptr_t allocated_offset;
 
+/* Readers of the forking thread's counter that were inside their read at fork do not exist in
+ * the child: its alloc_readers would never come down, and its exit would wait for them for
+ * good. Other records' counts do not matter: their threads never run their exit path here. */
+static void readers_fork_child(void) {
+  vmt_thread_t *self = vmt__current;
+  if (self != NULL) atomic_store_explicit(&self->alloc_readers, 0, memory_order_relaxed);
+}
+VMT__PROCESS_STATE(alloc_readers, .symbols = "", .rule = VMT__FORK_RESET,
+                   .fork = "the forking thread's count of readers inside a read of its counter "
+                           "(a record field) is zeroed: those readers vanished",
+                   .rank = VMT__RANK_THREAD + 1, .child = readers_fork_child);
 VMT__PROCESS_STATE(alloc_probe,
                    .symbols = "probe_once mallctl_of_process supported offsets "
                               "allocated_offset tls_anchor exited_total",
