@@ -87,7 +87,8 @@ VMT_EXPORT int vmt_thread_start_ex(vmt_thread_t **out, const vmt_thread_options_
  * value passed to vmt_thread_exit(), or PTHREAD_CANCELED. Does not release t.
  * Errors: -EINVAL (NULL, released or attached handle), -EDEADLK (t is the calling thread),
  * -EALREADY (t was joined before, or another thread is joining it; the result goes to that
- * join).
+ * join). A cancellation point: a joiner cancelled while it waits has not joined, and t can be
+ * joined again (its result is kept).
  */
 VMT_EXPORT int vmt_thread_join(vmt_thread_t *t, void **result);
 

@@ -10,10 +10,21 @@
  * bookkeeping is done would cost, when the joiner arrives early, a wake-up system call in the
  * exiting thread and a second sleep in the joiner (pthread_join still has to wait for the
  * thread's very end to reap it): two context switches where one does.
+ *
+ * Cancellation: pthread_join is a cancellation point, and a joiner cancelled inside it has not
+ * joined (POSIX: the target is not detached either). A cleanup handler gives the claim back and
+ * drops the temporary reference, so a later join gets the result and reaps the thread, as if
+ * the cancelled call had never been made.
  */
 #include <errno.h>
 
 #include "runtime/thread/thread_impl.h"
+
+static void join_cancelled(void *arg) {
+  vmt_thread_t *t = arg;
+  atomic_store_explicit(&t->joined, false, memory_order_release);
+  vmt__record_unref(t);
+}
 
 int vmt_thread_join(vmt_thread_t *t, void **result) {
   if (t == NULL || !vmt__record_ref_if_live(t)) return -EINVAL;
@@ -30,7 +41,11 @@ int vmt_thread_join(vmt_thread_t *t, void **result) {
       /* pthread_join returns once the kernel has cleared the thread's tid word, after the
        * thread ran its whole exit path: the bookkeeping is done by then. A thread of a fork's
        * parent process does not exist here: nothing to wait for. */
-      if (vmt__thread_of_this_process(t)) pthread_join(t->pthread, NULL);
+      if (vmt__thread_of_this_process(t)) {
+        pthread_cleanup_push(join_cancelled, t);
+        pthread_join(t->pthread, NULL);
+        pthread_cleanup_pop(0);
+      }
       t->owns_pthread = false;
       if (result) *result = t->result;
     }
