@@ -101,6 +101,67 @@ static void join_cancelled_leaves_the_target_joinable(void **state) {
   latch_destroy(&latch);
 }
 
+/* ---- the SIGQUIT switch (its lock is held across the dump thread's stop) ------------------ */
+static void call_disable(victim_t *v) { v->rc = vmt_mx_disable_sigquit_dump(); }
+static void call_enable(victim_t *v) { v->rc = vmt_mx_enable_sigquit_dump(v->arg); }
+
+static void sigquit_switch_is_no_cancellation_point(void **state) {
+  (void)state;
+  hang_guard();
+  FILE *sink = fopen("/dev/null", "w");
+  assert_non_null(sink);
+  victim_t v;
+  run_cancelled(call_enable, sink, &v);
+  assert_true(atomic_load(&v.returned));
+  assert_int_equal(v.rc, 0);
+  run_cancelled(call_disable, NULL, &v);
+  assert_true(atomic_load(&v.returned));
+  assert_int_equal(v.rc, 0);
+  /* Usable afterwards: nothing was left held. */
+  assert_int_equal(vmt_mx_enable_sigquit_dump(sink), 0);
+  assert_int_equal(vmt_mx_disable_sigquit_dump(), 0);
+  fclose(sink);
+}
+
+/* ---- a stack walker with a cancellation point in it (its lock is held across the walk) ---- */
+static int cancellable_walker(vmt_thread_t *t, vmt_stack_frame_t *frames, int32_t max,
+                              void *ctx) {
+  (void)t, (void)ctx;
+  pthread_testcancel();   /* what a VM's walker may reach: a read, a write, a wait */
+  if (max < 1) return 0;
+  frames[0] = (vmt_stack_frame_t){.function = "walked", .file = NULL, .line = 1, .pc = 0};
+  return 1;
+}
+
+static void call_thread_info(victim_t *v) {
+  vmt_thread_info_t *info = NULL;
+  v->rc = vmt_mx_get_thread_info(vmt_thread_id(v->arg), 8, &info);
+  vmt_mx_thread_info_free(info);
+}
+
+static void call_dump(victim_t *v) { v->rc = vmt_mx_print_thread_dump(v->arg); }
+
+static void walks_are_no_cancellation_point(void **state) {
+  (void)state;
+  hang_guard();
+  vmt_thread_t *me;
+  assert_int_equal(vmt_thread_attach(NULL, &me), 0);
+  vmt_mx_set_stack_walker(cancellable_walker, NULL);
+  victim_t v;
+  run_cancelled(call_thread_info, me, &v);
+  assert_true(atomic_load(&v.returned));
+  assert_int_equal(v.rc, 0);
+  FILE *sink = fopen("/dev/null", "w");
+  assert_non_null(sink);
+  run_cancelled(call_dump, sink, &v);
+  assert_true(atomic_load(&v.returned));
+  assert_int_equal(v.rc, 0);
+  fclose(sink);
+  /* The walker can be replaced: no walk holds its lock. */
+  vmt_mx_set_stack_walker(NULL, NULL);
+  assert_int_equal(vmt_thread_detach(), 0);
+}
+
 /* ---- waits: not cancellation points ------------------------------------------------------ */
 typedef struct waiter {
   vmt_monitor_t *mon;
@@ -182,6 +243,8 @@ static void blocking_calls_finish_before_the_cancellation(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(join_cancelled_leaves_the_target_joinable),
+      cmocka_unit_test(sigquit_switch_is_no_cancellation_point),
+      cmocka_unit_test(walks_are_no_cancellation_point),
       cmocka_unit_test(a_cancelled_waiter_waits_on),
       cmocka_unit_test(blocking_calls_finish_before_the_cancellation),
   };

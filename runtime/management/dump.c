@@ -253,7 +253,10 @@ int vmt__mx_write_dump(FILE *out, const void *caller_pc) {
 
 __attribute__((noinline)) int vmt_mx_print_thread_dump(FILE *out) {
   if (!out) return -EINVAL;
-  return vmt__mx_write_dump(out, VMT__MX_CALLER_PC());
+  int cancel = vmt__mx_cancel_off();   /* the stream's writes are cancellation points */
+  int rc = vmt__mx_write_dump(out, VMT__MX_CALLER_PC());
+  vmt__mx_cancel_restore(cancel);
+  return rc;
 }
 
 int vmt__mx_dump_to_string(vmt__mx_dump_writer_fn write_dump, const void *caller_pc, char **out,
@@ -263,9 +266,11 @@ int vmt__mx_dump_to_string(vmt__mx_dump_writer_fn write_dump, const void *caller
   size_t size = 0;
   FILE *f = vmt__fault_hit(VMT__FAULT_ALLOC) ? NULL : open_memstream(&buf, &size);
   if (!f) return -ENOMEM;
+  int cancel = vmt__mx_cancel_off();
   int rc = write_dump(f, caller_pc);
   /* open_memstream reports a failed buffer growth as a write error: -EIO becomes -ENOMEM. */
   if (fclose(f) != 0 && rc == 0) rc = -ENOMEM;
+  vmt__mx_cancel_restore(cancel);
   if (rc == -EIO) rc = -ENOMEM;
   if (rc) {
     free(buf);

@@ -204,7 +204,10 @@ int vmt__mx_write_dump_json(FILE *out, const void *caller_pc) {
 
 __attribute__((noinline)) int vmt_mx_print_thread_dump_json(FILE *out) {
   if (!out) return -EINVAL;
-  return vmt__mx_write_dump_json(out, VMT__MX_CALLER_PC());
+  int cancel = vmt__mx_cancel_off();   /* the stream's writes are cancellation points */
+  int rc = vmt__mx_write_dump_json(out, VMT__MX_CALLER_PC());
+  vmt__mx_cancel_restore(cancel);
+  return rc;
 }
 
 __attribute__((noinline)) int vmt_mx_thread_dump_json_to_string(char **out, size_t *len) {

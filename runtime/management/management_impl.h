@@ -13,6 +13,7 @@
 #error "this header is private to runtime/management/ (runtime/management/BUILD.bazel)"
 #endif
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +22,18 @@
 #include "runtime/sync/sync.h"
 #include "runtime/thread/thread.h"
 
+
+/* Cancellation. A management call that can reach a cancellation point (a write to the caller's
+ * stream, a VM's stack walker, joining the SIGQUIT dump thread) is none itself: cancellation is
+ * off while it runs and a pending one is acted upon at the caller's next cancellation point
+ * (docs/design.md, "Cancellation"). Cancelled inside, it would leave a lock held (the walker's,
+ * the SIGQUIT switch's) or its allocations unfreed. */
+static inline int vmt__mx_cancel_off(void) {
+  int old = PTHREAD_CANCEL_ENABLE;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+  return old;
+}
+static inline void vmt__mx_cancel_restore(int old) { pthread_setcancelstate(old, NULL); }
 
 /* malloc/calloc behind the VMT__FAULT_ALLOC seam, so tests can fail any allocation. */
 static inline void *vmt__mx_malloc(size_t n) {

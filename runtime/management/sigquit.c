@@ -183,6 +183,7 @@ VMT__PROCESS_STATE(sigquit,
                    .parent = sq_fork_parent, .child = sq_fork_child);
 
 int vmt_mx_enable_sigquit_dump(FILE *out) {
+  int cancel = vmt__mx_cancel_off();   /* close on the error paths is a cancellation point */
   pthread_mutex_lock(&sq_lock);
   int rc = 0;
   if (sq_enabled) {
@@ -237,13 +238,18 @@ int vmt_mx_enable_sigquit_dump(FILE *out) {
   sq_enabled = true;
 out:
   pthread_mutex_unlock(&sq_lock);
+  vmt__mx_cancel_restore(cancel);
   return rc;
 }
 
 int vmt_mx_disable_sigquit_dump(void) {
+  /* Stopping the dump thread writes the pipe, joins the thread and closes the pipe, three
+   * cancellation points under sq_lock. */
+  int cancel = vmt__mx_cancel_off();
   pthread_mutex_lock(&sq_lock);
   if (!sq_enabled) {
     pthread_mutex_unlock(&sq_lock);
+    vmt__mx_cancel_restore(cancel);
     return 0;
   }
   int rc = sigaction(SIGQUIT, &sq_previous, NULL) == 0 ? 0 : -errno;
@@ -254,5 +260,6 @@ int vmt_mx_disable_sigquit_dump(void) {
   close_pipe();
   sq_enabled = false;
   pthread_mutex_unlock(&sq_lock);
+  vmt__mx_cancel_restore(cancel);
   return rc;
 }

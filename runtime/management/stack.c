@@ -241,6 +241,7 @@ int vmt__mx_capture_frames(vmt_thread_t *t, int32_t max_depth, const void *calle
   if (max_depth <= 0) return 0;
   int rc = 0;
   walk_reports_t reports = {0};
+  int cancel = vmt__mx_cancel_off();   /* the walker is the VM's code, held under the lock */
   pthread_rwlock_rdlock(&walker_lock);
   walks_in_progress++;
   const walker_pair_t *w = atomic_load_explicit(&walker, memory_order_acquire);
@@ -250,6 +251,7 @@ int vmt__mx_capture_frames(vmt_thread_t *t, int32_t max_depth, const void *calle
     rc = native_frames(max_depth, caller_pc, frames, count);
   walks_in_progress--;
   pthread_rwlock_unlock(&walker_lock);
+  vmt__mx_cancel_restore(cancel);
   if (rc == 0 && locks && lock_count && reports.count > 0) {
     *locks = reports.items;
     *lock_count = reports.count;
