@@ -175,15 +175,25 @@ static uint64_t ticks_for(int64_t ns, uint64_t mult) {
   return (uint64_t)(((unsigned __int128)(uint64_t)ns << 32) / mult);
 }
 
-static void publish(vmt_os__tsc_clock_t *c, const vmt_os__tsc_segment_t *prev,
+static void publish_copy(vmt_os__tsc_published_t *p, const vmt_os__tsc_segment_t *prev,
+                         const vmt_os__tsc_segment_t *cur, uint64_t next_recal) {
+  atomic_store_explicit(&p->prev_tsc, prev->tsc, memory_order_release);
+  atomic_store_explicit(&p->prev_ns, prev->ns, memory_order_release);
+  atomic_store_explicit(&p->prev_mult, prev->mult, memory_order_release);
+  atomic_store_explicit(&p->cur_tsc, cur->tsc, memory_order_release);
+  atomic_store_explicit(&p->cur_ns, cur->ns, memory_order_release);
+  atomic_store_explicit(&p->cur_mult, cur->mult, memory_order_release);
+  atomic_store_explicit(&p->next_recal_tsc, next_recal, memory_order_release);
+}
+
+/* The second half of a write (the first made seq odd and set write_limit): pub[0] while
+ * readers use pub[1], then pub[1] while they use pub[0]. */
+static void publish(vmt_os__tsc_clock_t *c, uint64_t odd_seq, const vmt_os__tsc_segment_t *prev,
                     const vmt_os__tsc_segment_t *cur, uint64_t next_recal) {
-  atomic_store_explicit(&c->prev_tsc, prev->tsc, memory_order_release);
-  atomic_store_explicit(&c->prev_ns, prev->ns, memory_order_release);
-  atomic_store_explicit(&c->prev_mult, prev->mult, memory_order_release);
-  atomic_store_explicit(&c->cur_tsc, cur->tsc, memory_order_release);
-  atomic_store_explicit(&c->cur_ns, cur->ns, memory_order_release);
-  atomic_store_explicit(&c->cur_mult, cur->mult, memory_order_release);
-  atomic_store_explicit(&c->next_recal_tsc, next_recal, memory_order_release);
+  publish_copy(&c->pub[0], prev, cur, next_recal);
+  atomic_store_explicit(&c->seq, odd_seq + 1, memory_order_release);
+  publish_copy(&c->pub[1], prev, cur, next_recal);
+  atomic_store_explicit(&c->write_limit, UINT64_MAX, memory_order_release);
 }
 
 int vmt_os__tsc_clock_init(vmt_os__tsc_clock_t *c, const vmt_os__tsc_env_t *env) {
@@ -201,9 +211,9 @@ int vmt_os__tsc_clock_init(vmt_os__tsc_clock_t *c, const vmt_os__tsc_env_t *env)
   c->interval_ns = 2 * VMT_OS__TSC_FIRST_INTERVAL_NS;
   c->max_interval_ns = VMT_OS__TSC_MAX_INTERVAL_NS;
   vmt_os__tsc_segment_t seg = {.tsc = p1.tsc, .ns = p1.ns, .mult = mult};
-  publish(c, &seg, &seg, p1.tsc + ticks_for(c->interval_ns, mult));
   /* seq 2 marks "published": readers never see a zeroed clock as valid. */
-  atomic_store_explicit(&c->seq, 2, memory_order_release);
+  atomic_store_explicit(&c->write_limit, UINT64_MAX, memory_order_relaxed);
+  publish(c, 1, &seg, &seg, p1.tsc + ticks_for(c->interval_ns, mult));
   return 0;
 }
 
@@ -217,23 +227,22 @@ typedef struct params {
   uint64_t next_recal;
 } params_t;
 
-static void read_params(vmt_os__tsc_clock_t *c, params_t *p) {
+/* Never waits: it copies the half no writer is rewriting, and retries only if a writer
+ * finished a half in the meantime. Returns the write limit (UINT64_MAX when no write is in
+ * progress). */
+static uint64_t read_params(vmt_os__tsc_clock_t *c, params_t *p) {
   for (;;) {
     uint64_t s1 = atomic_load_explicit(&c->seq, memory_order_acquire);
-    if (s1 & 1) {
-#if VMT_HAVE_TSC
-      _mm_pause();
-#endif
-      continue;
-    }
-    p->prev.tsc = atomic_load_explicit(&c->prev_tsc, memory_order_acquire);
-    p->prev.ns = atomic_load_explicit(&c->prev_ns, memory_order_acquire);
-    p->prev.mult = atomic_load_explicit(&c->prev_mult, memory_order_acquire);
-    p->cur.tsc = atomic_load_explicit(&c->cur_tsc, memory_order_acquire);
-    p->cur.ns = atomic_load_explicit(&c->cur_ns, memory_order_acquire);
-    p->cur.mult = atomic_load_explicit(&c->cur_mult, memory_order_acquire);
-    p->next_recal = atomic_load_explicit(&c->next_recal_tsc, memory_order_acquire);
-    if (atomic_load_explicit(&c->seq, memory_order_relaxed) == s1) return;
+    vmt_os__tsc_published_t *pub = &c->pub[s1 & 1];
+    p->prev.tsc = atomic_load_explicit(&pub->prev_tsc, memory_order_acquire);
+    p->prev.ns = atomic_load_explicit(&pub->prev_ns, memory_order_acquire);
+    p->prev.mult = atomic_load_explicit(&pub->prev_mult, memory_order_acquire);
+    p->cur.tsc = atomic_load_explicit(&pub->cur_tsc, memory_order_acquire);
+    p->cur.ns = atomic_load_explicit(&pub->cur_ns, memory_order_acquire);
+    p->cur.mult = atomic_load_explicit(&pub->cur_mult, memory_order_acquire);
+    p->next_recal = atomic_load_explicit(&pub->next_recal_tsc, memory_order_acquire);
+    uint64_t limit = atomic_load_explicit(&c->write_limit, memory_order_acquire);
+    if (atomic_load_explicit(&c->seq, memory_order_relaxed) == s1) return limit;
   }
 }
 
@@ -252,15 +261,20 @@ static bool recalibrate_locked(vmt_os__tsc_clock_t *c) {
   int64_t interval = c->interval_ns * 2;
   if (interval > c->max_interval_ns) interval = c->max_interval_ns;
 
+  /* From here readers may convert with the old function only below the write limit: it is at
+   * most the new segment's start (below), which is at least the TSC now plus 1 us. A reader
+   * that copied before seq went odd read its TSC before that, hence below `now`. */
+  uint64_t margin = ticks_for(1000, rate);
+  atomic_store_explicit(&c->write_limit, env->read_tsc(env->ctx) + margin, memory_order_relaxed);
   uint64_t seq = atomic_load_explicit(&c->seq, memory_order_relaxed);
-  atomic_store_explicit(&c->seq, seq + 1, memory_order_relaxed);
+  atomic_store_explicit(&c->seq, seq + 1, memory_order_release);
   /* The new segment must start where no one has converted with the old function yet: after
-   * every TSC value read before the seqlock went odd (`now`, plus 1 us for cross-CPU skew),
+   * every TSC value read before the sequence went odd (`now`, plus 1 us for cross-CPU skew),
    * and not before old.next_recal, below which threads' cached copies of the current segment
    * stay valid. On schedule the first bound is the later one (a reader's TSC reached
    * next_recal before this began); an off-schedule call starts its segment in the future. */
   uint64_t now = env->read_tsc(env->ctx);
-  uint64_t start = (p.tsc > now ? p.tsc : now) + ticks_for(1000, rate);
+  uint64_t start = (p.tsc > now ? p.tsc : now) + margin;
   if (start < old.next_recal) start = old.next_recal;
   int64_t value = vmt_os__tsc_segment_convert(&old.cur, start);
   int64_t truth = p.ns + (int64_t)(((unsigned __int128)(start - p.tsc) * rate) >> 32);
@@ -272,8 +286,7 @@ static bool recalibrate_locked(vmt_os__tsc_clock_t *c) {
   if (adjust > bound) adjust = bound;
   if (adjust < -bound) adjust = -bound;
   vmt_os__tsc_segment_t seg = {.tsc = start, .ns = value, .mult = (uint64_t)(rate - adjust)};
-  publish(c, &old.cur, &seg, start + ticks_for(interval, seg.mult));
-  atomic_store_explicit(&c->seq, seq + 2, memory_order_release);
+  publish(c, seq + 1, &old.cur, &seg, start + ticks_for(interval, seg.mult));
 
   c->interval_ns = interval;
   c->anchor_tsc = p.tsc;
@@ -291,16 +304,22 @@ bool vmt_os__tsc_clock_recalibrate(vmt_os__tsc_clock_t *c) {
 }
 
 static int64_t convert(vmt_os__tsc_clock_t *c, uint64_t tsc, params_t *p) {
-  read_params(c, p);
+  uint64_t limit = read_params(c, p);
   if (tsc >= p->next_recal && pthread_mutex_trylock(&c->writer) == 0) {
     /* Still due? Another thread may have done it between our read and the lock. */
     read_params(c, p);
     if (tsc >= p->next_recal) recalibrate_locked(c);
     pthread_mutex_unlock(&c->writer);
-    read_params(c, p);
+    limit = read_params(c, p);
   }
   /* A trylock loser converts with the current segments: below any segment start a writer
-   * may still publish, the function is the one it has. */
+   * may still publish, the function is the one it has. While a write is in progress that is
+   * below the write limit, or the promise of the copy read, whichever is later: past it the
+   * clock waits for the writer's new function instead of running ahead with the old one. */
+  if (limit != UINT64_MAX) {
+    uint64_t bound = limit > p->next_recal ? limit : p->next_recal;
+    if (tsc > bound) tsc = bound;
+  }
   return vmt_os__tsc_segment_convert(tsc >= p->cur.tsc ? &p->cur : &p->prev, tsc);
 }
 
@@ -332,8 +351,8 @@ static const char *elapsed_reason = "not probed yet";
 static __thread vmt_os__tsc_cache_t tls_cache
     __attribute__((tls_model("initial-exec"), aligned(64)));
 
-/* fork(): a child must not inherit a recalibration in progress (an odd seqlock would make its
- * readers spin forever, a held writer lock would stop its recalibrations). The prepare handler
+/* fork(): a child must not inherit a recalibration in progress (a half-written latch would
+ * stay half-written, a held writer lock would stop its recalibrations). The prepare handler
  * takes the writer lock, so no write section is open across fork; both sides release it. The
  * lock exists once the TSC is in use; prepare says whether it took it (a fork concurrent with
  * the probe may find the mode changed by the time fork returns). */

@@ -9,9 +9,12 @@
  *   ns(T) = seg.ns + ((T - seg.tsc) * seg.mult) >> 32      (seg = cur if T >= cur.tsc else prev)
  * with T - seg.tsc clamped at 0. Recalibration appends a segment that starts at a TSC value no
  * reader has converted yet, with seg.ns = the old function's value there: the slope changes,
- * the value never steps. Segments are published through a seqlock; `next_recal_tsc` promises
- * that the function below it will not change, which lets a per-thread cache of the current
- * segment be used without touching shared memory at all (the "cached" variant).
+ * the value never steps. Segments are published through a latch (two copies, Linux's
+ * seqcount_latch), so a reader never waits for the writer: not for one preempted inside its
+ * write, nor, from a signal handler, for the writer it interrupted on its own thread (a seqlock
+ * reader spun there without a bound). `next_recal_tsc` promises that the function below it will
+ * not change, which lets a per-thread cache of the current segment be used without touching
+ * shared memory at all (the "cached" variant).
  */
 #ifndef VMT_OS_LINUX_TSC_IMPL_H
 #define VMT_OS_LINUX_TSC_IMPL_H
@@ -55,14 +58,25 @@ typedef struct vmt_os__tsc_cache {
   uint64_t valid_until;   /* 0: empty */
 } vmt_os__tsc_cache_t;
 
-typedef struct vmt_os__tsc_clock {
-  const vmt_os__tsc_env_t *env;
-  /* Published (seqlock): data fields are written with release stores and read with acquire
-   * loads, which orders them against `seq` without standalone fences (Boehm, "Can seqlocks get
-   * along with programming language memory models?", 2012), and keeps TSan able to check it. */
-  _Atomic uint64_t seq;
+/* One published copy of the function: the two segments and the schedule's promise. */
+typedef struct vmt_os__tsc_published {
   _Atomic uint64_t prev_tsc, prev_mult, cur_tsc, cur_mult, next_recal_tsc;
   _Atomic int64_t prev_ns, cur_ns;
+} vmt_os__tsc_published_t;
+
+typedef struct vmt_os__tsc_clock {
+  const vmt_os__tsc_env_t *env;
+  /* Published (latch): readers use pub[seq & 1]. The writer makes seq odd, rewrites pub[0],
+   * makes it even, rewrites pub[1]; a reader retries only if seq moved while it copied, that is
+   * if a writer finished a half meanwhile. Data fields are written with release stores and read
+   * with acquire loads, which orders them against `seq` without standalone fences (Boehm, "Can
+   * seqlocks get along with programming language memory models?", 2012), and keeps TSan able
+   * to check it. While a write is in progress, write_limit bounds the TSC values the function
+   * it replaces may still convert (below it the old and new functions agree); UINT64_MAX
+   * otherwise. */
+  _Atomic uint64_t seq;
+  vmt_os__tsc_published_t pub[2];
+  _Atomic uint64_t write_limit;
   /* Writer-only state, under `writer`. */
   pthread_mutex_t writer;
   uint64_t anchor_tsc;       /* the previous calibration pair: the next slope's baseline */
@@ -83,7 +97,7 @@ typedef struct vmt_os__tsc_clock {
 int vmt_os__tsc_clock_init(vmt_os__tsc_clock_t *clock, const vmt_os__tsc_env_t *env);
 void vmt_os__tsc_clock_destroy(vmt_os__tsc_clock_t *clock);
 
-/* Converts TSC value tsc through the published segments (seqlock read), recalibrating first
+/* Converts TSC value tsc through the published segments (latch read), recalibrating first
  * if tsc has reached next_recal_tsc and no other thread is doing it. */
 int64_t vmt_os__tsc_clock_convert(vmt_os__tsc_clock_t *clock, uint64_t tsc);
 /* The same through a per-thread cache: no shared-memory access while the cache is valid. */
@@ -112,8 +126,9 @@ static inline int64_t vmt_os__tsc_clock_convert_cached(vmt_os__tsc_clock_t *cloc
  * published, while a segment published earlier has not been reached. */
 bool vmt_os__tsc_clock_recalibrate(vmt_os__tsc_clock_t *clock);
 
-/* The global elapsed counter's fast paths, for the benchmark: the seqlock variant and the
- * cached one; both CLOCK_MONOTONIC when the TSC is not used. */
+/* The global elapsed counter's fast paths, for the benchmark: the uncached variant (named
+ * _seqlock for the benchmark's history) and the cached one; both CLOCK_MONOTONIC when the TSC
+ * is not used. */
 int64_t vmt_os__elapsed_nanos_seqlock(void);
 bool vmt_os__elapsed_uses_tsc(void);
 /* vmt_os__tsc_clock_recalibrate on the global counter (tests); false when not on the TSC. */

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 
 #include "os_linux/tsc_impl.h"
 #include "runtime/os.h"
+#include "test/thread_util.h"
 #include "vmthread/clock.h"
 
 /* A fake machine: "true" time advances 7 ns per clock read; the TSC runs at ticks_per_us
@@ -161,7 +163,7 @@ static void calibration_tracks_the_monotonic_clock(void **state) {
   fake_clock_start(&f, &env, &c);
   /* 0.4008 ns per tick, << 32. */
   uint64_t expected_mult = (uint64_t)(((unsigned __int128)1000 << 32) / 2495);
-  assert_true(abs64((int64_t)(atomic_load(&c.cur_mult) - expected_mult)) <
+  assert_true(abs64((int64_t)(atomic_load(&c.pub[0].cur_mult) - expected_mult)) <
               (int64_t)(expected_mult / 100000));   /* within 10 ppm */
   /* 1 ms later (below the first recalibration): within 30 ns of the truth. */
   f.true_ns += 1000000;
@@ -217,7 +219,7 @@ static void tsc_values_older_than_a_segment_are_clamped(void **state) {
    * wrapped huge delta. */
   int64_t past = vmt_os__tsc_clock_convert(&c, 5);
   assert_true(past <= now);
-  assert_int_equal(past, atomic_load(&c.prev_ns));
+  assert_int_equal(past, atomic_load(&c.pub[0].prev_ns));
   vmt_os__tsc_clock_destroy(&c);
 }
 
@@ -257,7 +259,7 @@ static void recalibration_bends_the_slope_and_never_steps(void **state) {
    * is within 20 ppm of the new rate. */
   assert_true(abs64(err) < 500);
   uint64_t want = (uint64_t)(((unsigned __int128)1000200 << 32) / 2495 / 1000);
-  assert_true(abs64((int64_t)(atomic_load(&c.cur_mult) - want)) < (int64_t)(want / 50000));
+  assert_true(abs64((int64_t)(atomic_load(&c.pub[0].cur_mult) - want)) < (int64_t)(want / 50000));
   vmt_os__tsc_clock_destroy(&c);
 }
 
@@ -272,12 +274,12 @@ static void an_off_schedule_recalibration_keeps_the_schedules_promise(void **sta
   uint64_t before_tsc = fake_tsc_at(&f, f.true_ns);
   vmt_os__tsc_cache_t cache = {0};
   int64_t before = vmt_os__tsc_clock_convert_cached(&c, &cache, before_tsc);
-  uint64_t promised = atomic_load(&c.next_recal_tsc);
+  uint64_t promised = atomic_load(&c.pub[0].next_recal_tsc);
   assert_int_equal(cache.valid_until, promised);
   assert_true(vmt_os__tsc_clock_recalibrate(&c));
   /* The new segment starts no earlier than the promise, so everything below it (what the
    * cache may still convert) is unchanged: cache and seqlock agree on the whole range. */
-  assert_true(atomic_load(&c.cur_tsc) >= promised);
+  assert_true(atomic_load(&c.pub[0].cur_tsc) >= promised);
   assert_int_equal(vmt_os__tsc_clock_convert(&c, before_tsc), before);
   for (uint64_t t = before_tsc; t < promised; t += (promised - before_tsc) / 1000 + 1) {
     vmt_os__tsc_cache_t stale = cache;
@@ -285,7 +287,7 @@ static void an_off_schedule_recalibration_keeps_the_schedules_promise(void **sta
                      vmt_os__tsc_clock_convert(&c, t));
   }
   /* Across the new segment's start, one tick apart: at most 1 ns apart. */
-  uint64_t s = atomic_load(&c.cur_tsc);
+  uint64_t s = atomic_load(&c.pub[0].cur_tsc);
   int64_t a = vmt_os__tsc_clock_convert(&c, s - 1), b = vmt_os__tsc_clock_convert(&c, s);
   assert_true(b >= a && b - a <= 1);
   /* A second one before that segment is reached publishes nothing (only two are kept). */
@@ -295,6 +297,128 @@ static void an_off_schedule_recalibration_keeps_the_schedules_promise(void **sta
   f.true_ns += 2000000;   /* past the new segment's start */
   assert_true(vmt_os__tsc_clock_recalibrate(&c));
   vmt_os__tsc_clock_destroy(&c);
+}
+
+/* ---- Readers never wait for the writer -------------------------------------------------- *
+ * A fake machine whose TSC read, made by the writer inside its write section (the sequence is
+ * odd there), lets something happen at that exact point: a reader on the same thread, as a
+ * signal handler that reads the elapsed counter would be (a profiler's, a safepoint poll's),
+ * or a stop of the writer, as a preemption would be, while another thread reads. */
+typedef struct interrupted {
+  fake_t f;                     /* first: the other callbacks take the context as a fake_t */
+  vmt_os__tsc_clock_t *c;
+  bool nested_read;             /* read the clock from inside the write section */
+  int64_t nested_value;
+  int depth;
+  latch_t *stop_writer;         /* wait there inside the write section */
+  _Atomic bool writer_stopped;
+} interrupted_t;
+
+static bool in_write_section(const vmt_os__tsc_clock_t *c) {
+  return (atomic_load(&((vmt_os__tsc_clock_t *)c)->seq) & 1) != 0;
+}
+
+static uint64_t interrupted_read_tsc(void *ctx) {
+  interrupted_t *x = ctx;
+  uint64_t t = fake_read_tsc(&x->f);
+  if (x->c == NULL || !in_write_section(x->c) || x->depth > 0) return t;
+  x->depth++;
+  if (x->nested_read) x->nested_value = vmt_os__tsc_clock_convert(x->c, t);
+  if (x->stop_writer) {
+    atomic_store(&x->writer_stopped, true);
+    latch_wait(x->stop_writer);
+  }
+  x->depth--;
+  return t;
+}
+
+static void interrupted_start(interrupted_t *x, vmt_os__tsc_env_t *env, vmt_os__tsc_clock_t *c) {
+  fake_init(&x->f, env);
+  env->read_tsc = interrupted_read_tsc;
+  env->ctx = x;
+  assert_int_equal(vmt_os__tsc_clock_init(c, env), 0);
+  x->c = c;
+}
+
+/* Runs scenario in a child with a 5 s alarm (a reader that waits for the writer hangs there,
+ * and the alarm ends it): the test fails with `hang` if it was killed, or if it said false. */
+static void in_child(bool (*scenario)(void), const char *hang) {
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    alarm(5);
+    _exit(scenario() ? 0 : 1);
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  if (WIFSIGNALED(status)) fail_msg("%s (signal %d)", hang, WTERMSIG(status));
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static bool nested_read_scenario(void) {
+  interrupted_t x = {0};
+  vmt_os__tsc_env_t env;
+  vmt_os__tsc_clock_t c;
+  interrupted_start(&x, &env, &c);
+  int64_t before = vmt_os__tsc_clock_convert(&c, fake_tsc_at(&x.f, x.f.true_ns));
+  x.nested_read = true;
+  bool done = vmt_os__tsc_clock_recalibrate(&c);
+  x.nested_read = false;
+  int64_t after = vmt_os__tsc_clock_convert(&c, fake_tsc_at(&x.f, x.f.true_ns));
+  return done && x.nested_value >= before && after >= x.nested_value;
+}
+
+static void a_reader_inside_the_write_section_does_not_wait(void **state) {
+  (void)state;
+  in_child(nested_read_scenario, "the nested reader hung");
+}
+
+typedef struct far_reader {
+  vmt_os__tsc_clock_t *c;
+  uint64_t tsc;
+  int64_t value;
+  _Atomic bool done;
+} far_reader_t;
+
+static void *read_once(void *arg) {
+  far_reader_t *r = arg;
+  r->value = vmt_os__tsc_clock_convert(r->c, r->tsc);
+  atomic_store(&r->done, true);
+  return NULL;
+}
+
+static void *recalibrate_once(void *arg) {
+  vmt_os__tsc_clock_recalibrate(arg);
+  return NULL;
+}
+
+static bool stopped_writer_scenario(void) {
+  interrupted_t x = {0};
+  vmt_os__tsc_env_t env;
+  vmt_os__tsc_clock_t c;
+  latch_t stop;
+  latch_init(&stop);
+  interrupted_start(&x, &env, &c);
+  /* A TSC value far past every segment start the writer can choose, read while it is stopped
+   * inside its write section: the old function must not be used past that start. */
+  uint64_t far = fake_tsc_at(&x.f, x.f.true_ns + 100000000);
+  x.stop_writer = &stop;
+  pthread_t writer, rd;
+  pthread_create(&writer, NULL, recalibrate_once, &c);
+  while (!atomic_load(&x.writer_stopped)) sched_yield();
+  far_reader_t r = {.c = &c, .tsc = far};
+  pthread_create(&rd, NULL, read_once, &r);
+  pthread_join(rd, NULL);   /* returns while the writer is still stopped */
+  latch_open(&stop);
+  pthread_join(writer, NULL);
+  int64_t later = vmt_os__tsc_clock_convert(&c, far);
+  return atomic_load(&r.done) && later >= r.value;
+}
+
+static void a_reader_never_waits_for_a_stopped_writer(void **state) {
+  (void)state;
+  in_child(stopped_writer_scenario, "the reader waited for the writer");
 }
 
 /* ---- The real clock under concurrency ------------------------------------------------- */
@@ -410,6 +534,8 @@ int main(void) {
       cmocka_unit_test(tsc_values_older_than_a_segment_are_clamped),
       cmocka_unit_test(recalibration_bends_the_slope_and_never_steps),
       cmocka_unit_test(an_off_schedule_recalibration_keeps_the_schedules_promise),
+      cmocka_unit_test(a_reader_inside_the_write_section_does_not_wait),
+      cmocka_unit_test(a_reader_never_waits_for_a_stopped_writer),
       cmocka_unit_test(concurrent_readers_stay_monotonic_across_recalibrations),
       cmocka_unit_test(public_elapsed_counter_says_its_source),
       cmocka_unit_test(fork_during_recalibration_leaves_a_working_counter),
