@@ -109,7 +109,7 @@ struct vmt_thread {
    * records, the record pool. */
   struct vmt_thread *list_next;
   /* Readers of *allocatedp in progress (thread/alloc.c): the owner waits for them (a few ns) before
-   * its thread-local counters can go away. */
+   * its thread-local counters can go away. Zeroed for the forking thread in a fork child. */
   _Atomic int32_t alloc_readers;
 };
 

@@ -71,6 +71,8 @@ struct vmt__lock {
    * first one. */
   _Alignas(64) _Atomic uint64_t contended_enters;
   _Atomic uint64_t waits;
+  /* Threads inside a contended enter, inside wait: zeroed in a fork child, with the wait set
+   * (lock.c, slot_fork_child: their threads vanished), and a vanished owner marked. */
   _Atomic uint32_t entry_waiters;
   _Atomic uint32_t wait_waiters;
   vmt__wait_node_t *wait_head;              /* owner only: FIFO wait set */
