@@ -52,6 +52,20 @@ void vmt_os_thread_mark_exiting(vmt_os_thread_t *ot);
 /* The calling thread's kernel tid (gettid, cached per thread). */
 pid_t vmt_os_current_tid(void);
 
+/* ---- Thread end ------------------------------------------------------------------------ *
+ * The runtime's one per-thread teardown. vmt_os_thread_end_arm(fn) makes fn run on the calling
+ * thread when it ends (returns from its start routine, calls pthread_exit, or is cancelled),
+ * after its cancellation cleanup handlers. Once armed, arming again is a no-op until fn has run;
+ * fn may arm again (a thread that touches the runtime from a later destructor), and then runs
+ * again while the C library still runs destructors. fn is process-wide: the first call's is
+ * kept. The main thread's fn runs only if it ends through pthread_exit (and, where the fallback
+ * below is in use, at exit()). Not async-signal-safe.
+ * Linux: a thread-specific-data key, created once; if the host has taken all of glibc's 1024
+ * keys, glibc's __cxa_thread_atexit_impl (what C++ thread_local destructors use), which has no
+ * limit. 0, -ENOMEM (pthread_setspecific could not grow its table), -EAGAIN (no key left and no
+ * fallback in this C library). */
+int vmt_os_thread_end_arm(void (*fn)(void));
+
 /* ---- CPU clocks ------------------------------------------------------------------------ */
 /* Replaces the type bits of a per-thread CPU clock id under a 3-bit mask: user_only gives
  * CPUCLOCK_VIRT, else CPUCLOCK_SCHED. -EINVAL if base is not a per-thread CPU clock. */

@@ -12,6 +12,9 @@
  *    Not under ASan/TSan: their shadow memory reserves terabytes of address space. With
  *    jemalloc's thread cache off (MALLOC_CONF=tcache:false): jemalloc itself crashes otherwise.
  *
+ * And a fourth resource, pthread keys: the child takes all of glibc's 1024 before its first
+ * call into the runtime, which must neither abort nor need one (runtime/os.h, "Thread end").
+ *
  * At the limit: the failed start returns -EAGAIN or -ENOMEM, leaves *out NULL and changes no
  * counter; attaching the calling thread, monitors, the management API and a dump still work;
  * the SIGQUIT dump (which needs a thread) fails cleanly; once the threads end, starting works
@@ -163,7 +166,70 @@ static int exhaust(const char *how, size_t stack_size) {
   return ROLE_OK;
 }
 
+/* ---- Out of pthread keys ---------------------------------------------------------------- *
+ * A host may have used all of glibc's 1024 thread-specific-data keys before the runtime's
+ * first call. Nothing may abort: every call works (glibc: the runtime needs no key), or, on a
+ * C library without another per-thread exit hook, answers -EAGAIN. */
+
+#ifdef __GLIBC__
+#define KEYS_OK(rc) ((rc) == 0)
+#else
+#define KEYS_OK(rc) ((rc) == 0 || (rc) == -EAGAIN)
+#endif
+
+typedef struct keyless {
+  int rc[3];
+} keyless_t;
+
+static void *attach_and_end(void *arg) {
+  keyless_t *k = arg;
+  vmt_thread_t *self;
+  k->rc[1] = vmt_thread_attach(NULL, &self);
+  int64_t *ids = NULL;
+  size_t count = 0;
+  k->rc[2] = vmt_mx_get_all_thread_ids(&ids, &count);
+  vmt_mx_ids_free(ids);
+  return NULL;   /* still attached: its end must detach it */
+}
+
+static int keys_exhausted(void) {
+  pthread_key_t key;
+  int made = 0;
+  while (pthread_key_create(&key, NULL) == 0) made++;
+  CHECK(40, made > 0);
+  int32_t live0 = vmt_mx_get_thread_count();
+
+  int64_t *ids = NULL;
+  size_t count = 0;
+  CHECK(41, KEYS_OK(vmt_mx_get_all_thread_ids(&ids, &count)));
+  vmt_mx_ids_free(ids);
+
+  keyless_t k = {0};
+  pthread_t p;
+  CHECK(47, pthread_create(&p, NULL, attach_and_end, &k) == 0 && pthread_join(p, NULL) == 0);
+  CHECK(48, KEYS_OK(k.rc[1]) && KEYS_OK(k.rc[2]));
+  CHECK(49, vmt_mx_get_thread_count() == live0);
+
+  vmt_thread_t *me = NULL;
+  int arc = vmt_thread_attach(NULL, &me);
+  CHECK(50, KEYS_OK(arc));
+  if (arc == 0) CHECK(51, vmt_mx_get_thread_count() == live0 + 1 && vmt_thread_detach() == 0);
+  for (int i = 0; i < 8; i++) {
+    vmt_thread_t *t;
+    CHECK(52, vmt_thread_start(&t, park_body, NULL) == 0);
+    vmt_unpark(t);
+    CHECK(53, vmt_thread_join(t, NULL) == 0 && vmt_thread_release(t) == 0);
+  }
+  char *dump = NULL;
+  size_t len = 0;
+  CHECK(54, KEYS_OK(vmt_mx_thread_dump_to_string(&dump, &len)));
+  free(dump);
+  CHECK(55, vmt_mx_get_thread_count() == live0);
+  return ROLE_OK;
+}
+
 static int role_main(const char *role) {
+  if (strcmp(role, "keys") == 0) return keys_exhausted();
   if (strcmp(role, "pid_max") == 0) {
     if (rel_write_sysctl("/proc/sys/kernel/pid_max", 400) != 0) return ROLE_SETUP_FAILED;
     return exhaust("pid_max_400_in_a_pid_namespace", 64 * 1024);
@@ -276,6 +342,11 @@ static void address_space_limit(void **state) {
 #endif
 }
 
+static void pthread_keys_exhausted(void **state) {
+  (void)state;
+  assert_int_equal(run_role("keys", false), ROLE_OK);
+}
+
 int main(int argc, char **argv) {
   (void)argc;
   self_argv = argv;
@@ -285,6 +356,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(pid_namespace_limit),
       cmocka_unit_test(nproc_limit),
       cmocka_unit_test(address_space_limit),
+      cmocka_unit_test(pthread_keys_exhausted),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

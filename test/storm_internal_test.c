@@ -160,7 +160,7 @@ static void *foreign_body(void *arg) {
   STORM_CHECK(vmt_thread_attach(NULL, &again) == 0 && again == t, "nested attach");
   do_work(a->index);
   STORM_CHECK(vmt_thread_detach() == 0, "nested detach");
-  /* Kind 7 ends while attached: the runtime's key destructor must detach it. */
+  /* Kind 7 ends while attached: the runtime's end hook must detach it. */
   if (a->kind == 6) STORM_CHECK(vmt_thread_detach() == 0, "detach failed");
   return NULL;
 }

@@ -141,6 +141,45 @@ static void attach_counts_once(void **state) {
   assert_int_equal(counts().total_started, c0.total_started + 1);
 }
 
+/* The end hook an attach arms (runtime/os.h; pthread_setspecific, whose failure the attach
+ * once ignored): an attach that cannot arm it must fail, or the thread stays listed after it
+ * ends, since nothing would detach it. */
+typedef struct unarmed {
+  int rc;
+  vmt__counts_t attached;
+} unarmed_t;
+
+static void *attach_without_end_hook(void *arg) {
+  unarmed_t *u = arg;
+  vmt_thread_t *me = NULL;
+  u->rc = vmt_thread_attach(NULL, &me);
+  vmt__registry_counts(&u->attached);
+  return NULL;   /* ends attached, if the attach succeeded */
+}
+
+static void attach_fails_when_its_end_hook_cannot_be_armed(void **state) {
+  (void)state;
+  vmt__counts_t c0 = counts();
+  unarmed_t u = {0};
+  vmt__fault_arm(VMT__FAULT_THREAD_END, 0, 1, ENOMEM);
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, attach_without_end_hook, &u), 0);
+  assert_int_equal(pthread_join(th, NULL), 0);
+  bool injected = vmt__fault_injected(VMT__FAULT_THREAD_END) == 1;
+  vmt__fault_disarm_all();
+  assert_true(injected);
+  assert_int_equal(counts().live, c0.live);   /* not listed after its end */
+  assert_int_equal(u.rc, -ENOMEM);
+  assert_int_equal(u.attached.live, c0.live);
+  assert_int_equal(counts().total_started, c0.total_started);
+  /* And with the hook armed, a thread that ends attached leaves the registry. */
+  assert_int_equal(pthread_create(&th, NULL, attach_without_end_hook, &u), 0);
+  assert_int_equal(pthread_join(th, NULL), 0);
+  assert_int_equal(u.rc, 0);
+  assert_int_equal(u.attached.live, c0.live + 1);
+  assert_int_equal(counts().live, c0.live);
+}
+
 typedef struct cpu_probe {
   int64_t before_attach, after_attach, before_detach, after_detach;
 } cpu_probe_t;
@@ -681,6 +720,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(counters_are_exact_through_starts_and_exits, teardown),
       cmocka_unit_test_teardown(attach_counts_once, teardown),
+      cmocka_unit_test_teardown(attach_fails_when_its_end_hook_cannot_be_armed, teardown),
       cmocka_unit_test_teardown(category_cpu_counts_only_the_attached_span, teardown),
       cmocka_unit_test_teardown(internal_threads_are_neither_counted_nor_listed, teardown),
       cmocka_unit_test_teardown(released_unjoined_threads_are_detached, teardown),

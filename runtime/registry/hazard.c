@@ -4,8 +4,9 @@
  *
  * Each reading thread owns a block of VMT__HAZARDS_PER_THREAD slots. Blocks live on one global
  * list that only grows; a thread takes an inactive block (or a new one) on its first acquire
- * and gives it back from a thread-specific-data destructor when it exits. The first 64 blocks
- * are static, so readers almost never allocate.
+ * and gives it back from the runtime's end hook when it exits (runtime/os.h, "Thread end"). A
+ * thread whose hook cannot be armed keeps its block only while it holds a snapshot. The first
+ * 64 blocks are static, so readers almost never allocate.
  *
  * Acquire: load the current snapshot, publish it in a free slot (seq_cst store), re-load the
  * current snapshot (seq_cst); if it is unchanged, the snapshot is protected: a reclaimer that
@@ -35,9 +36,9 @@ static _Atomic int32_t static_used;
 static _Atomic(hazard_block_t *) blocks;
 static _Atomic size_t block_count;
 
-static pthread_once_t key_once = PTHREAD_ONCE_INIT;
-static pthread_key_t block_key;
 static _Thread_local hazard_block_t *my_block __attribute__((tls_model("initial-exec")));
+/* my_block goes back at the last release, not at the thread's end: no end hook. */
+static _Thread_local bool my_block_transient __attribute__((tls_model("initial-exec")));
 
 /* Defined in registry.c: the current snapshot pointer, readable without a lock. */
 extern _Atomic(vmt__snapshot_t *) vmt__current_snapshot;
@@ -50,15 +51,12 @@ static void block_release(void *arg) {
   atomic_store_explicit(&b->active, false, memory_order_release);
 }
 
-static void make_key(void) {
-  if (pthread_key_create(&block_key, block_release) != 0) {
-    fprintf(stderr, "vmthread: pthread_key_create failed for hazard blocks\n");
-    abort();
-  }
+/* The end hook's piece (registry.h, "The end of a thread"). */
+static void hazard_thread_end(void) {
+  if (my_block) block_release(my_block);
 }
 
 static hazard_block_t *block_get(void) {
-  pthread_once(&key_once, make_key);
   hazard_block_t *b;
   for (b = atomic_load_explicit(&blocks, memory_order_acquire); b; b = b->next) {
     bool expected = false;
@@ -82,7 +80,7 @@ static hazard_block_t *block_get(void) {
   }
   atomic_fetch_add_explicit(&block_count, 1, memory_order_relaxed);
 have:
-  pthread_setspecific(block_key, b);
+  my_block_transient = vmt__thread_end_arm(VMT__END_HAZARDS, hazard_thread_end) != 0;
   my_block = b;
   return b;
 }
@@ -115,8 +113,13 @@ void vmt__registry_release(const vmt__snapshot_t *snap) {
   for (int i = VMT__HAZARDS_PER_THREAD - 1; i >= 0; i--) {
     if (atomic_load_explicit(&b->slot[i], memory_order_relaxed) == snap) {
       atomic_store_explicit(&b->slot[i], NULL, memory_order_release);
-      return;
+      break;
     }
+  }
+  if (__builtin_expect(my_block_transient, 0)) {
+    for (int i = 0; i < VMT__HAZARDS_PER_THREAD; i++)
+      if (atomic_load_explicit(&b->slot[i], memory_order_relaxed) != NULL) return;
+    block_release(b);
   }
 }
 
@@ -155,11 +158,11 @@ static void hazard_fork_child(void) {
   for (hazard_block_t *b = atomic_load_explicit(&blocks, memory_order_acquire); b; b = b->next)
     if (b != my_block) block_release(b);
 }
-VMT__PROCESS_STATE(hazard, .symbols = "static_blocks static_used blocks block_count my_block",
+VMT__PROCESS_STATE(hazard,
+                   .symbols = "static_blocks static_used blocks block_count my_block "
+                              "my_block_transient",
                    .rule = VMT__FORK_RESET,
                    .fork = "every block but the forking thread's is released: vanished readers "
-                           "protect nothing",
+                           "protect nothing; the forking thread keeps its block and whether it "
+                           "goes back at its last release",
                    .rank = VMT__RANK_REGISTRY + 5, .child = hazard_fork_child);
-VMT__PROCESS_STATE(hazard_key, .symbols = "key_once block_key", .rule = VMT__FORK_KEEP,
-                   .fork = "the key and its destructor stay valid (only the forking thread has a "
-                           "value)");

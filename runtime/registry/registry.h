@@ -126,6 +126,19 @@ enum { VMT__REG_NONE = 0, VMT__REG_IN, VMT__REG_TOMBSTONE };
  * (docs/monitors.md). */
 extern _Thread_local vmt_thread_t *vmt__current __attribute__((tls_model("initial-exec")));
 
+/* ---- The end of a thread (thread_end.c) ------------------------------------------------ *
+ * One hook per thread (runtime/os.h, "Thread end"), armed by whatever first needs it there (an
+ * attach, a first lock, a first registry snapshot); each package hands in its piece as it
+ * arms, and the hook runs the pieces in this order: an attached thread's detach (thread), the
+ * hazard block (registry), which goes last since nothing after it reads the registry. 0 or
+ * -errno (-ENOMEM, -EAGAIN): the caller fails its call, or does without (hazard.c). */
+typedef enum vmt__end_piece {
+  VMT__END_ATTACHED = 0,
+  VMT__END_HAZARDS,
+  VMT__END_PIECES,
+} vmt__end_piece_t;
+int vmt__thread_end_arm(vmt__end_piece_t piece, void (*fn)(void));
+
 /* ---- Registry (registry.c) -------------------------------------------------------------- *
  * A snapshot is an immutable, id-sorted view of the live threads (counted and internal):
  * threads[0..count). Walk it as an array; look ids up with vmt__snapshot_find() (or

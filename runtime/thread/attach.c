@@ -6,32 +6,24 @@
  * live; attaching again nests (attach_count, touched only by the thread itself) and each attach
  * needs its detach. The kernel name is changed only when the caller passes a name: renaming the
  * main thread would rename the process in ps and top. A thread that ends while attached is
- * detached by a thread-specific-data destructor, so the registry never keeps a dead thread.
+ * detached by the runtime's end hook (armed here, before anything is registered, so that an
+ * attach that cannot arm it fails instead of leaving a dead thread listed), so the registry
+ * never keeps a dead thread.
  */
 #include <errno.h>
 #include <stdlib.h>
 
 #include "runtime/thread/thread_impl.h"
 
-static pthread_once_t key_once = PTHREAD_ONCE_INIT;
-static pthread_key_t attach_key;
-VMT__PROCESS_STATE(attach_key, .symbols = "key_once attach_key", .rule = VMT__FORK_KEEP,
-                   .fork = "the key and its destructor stay valid (only the forking thread has a "
-                           "value)");
-
 static void detach_all(vmt_thread_t *t) {
-  pthread_setspecific(attach_key, NULL);
   t->attach_count = 0;
   vmt__thread_finish(t);
 }
 
-static void attached_thread_ended(void *arg) {
-  vmt_thread_t *t = arg;
+/* The end hook's piece (runtime/registry/registry.h): a thread that ends attached leaves. */
+static void attached_thread_end(void) {
+  vmt_thread_t *t = vmt__current;
   if (t && t->kind == VMT__KIND_ATTACHED && t->attach_count > 0) detach_all(t);
-}
-
-static void make_key(void) {
-  if (pthread_key_create(&attach_key, attached_thread_ended) != 0) abort();
 }
 
 int vmt_thread_attach(const vmt_thread_options_t *options, vmt_thread_t **out) {
@@ -48,7 +40,8 @@ int vmt_thread_attach(const vmt_thread_options_t *options, vmt_thread_t **out) {
     return 0;
   }
   vmt__runtime_init();
-  pthread_once(&key_once, make_key);
+  rc = vmt__thread_end_arm(VMT__END_ATTACHED, attached_thread_end);
+  if (rc) return rc;
   vmt_thread_t *t = vmt__record_alloc();
   if (t == NULL) return -ENOMEM;
   rc = vmt__record_init(t, &o, VMT__KIND_ATTACHED);
@@ -69,7 +62,6 @@ int vmt_thread_attach(const vmt_thread_options_t *options, vmt_thread_t **out) {
   vmt__alloc_thread_begin(t);
   t->attach_count = 1;
   vmt__current = t;
-  pthread_setspecific(attach_key, t);
   vmt__registry_count(t);
   *out = t;
   return 0;
