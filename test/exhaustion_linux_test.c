@@ -178,8 +178,15 @@ static int exhaust(const char *how, size_t stack_size) {
 #endif
 
 typedef struct keyless {
+  vmt_monitor_t *m;
   int rc[3];
 } keyless_t;
+
+static void *enter_and_end(void *arg) {
+  keyless_t *k = arg;
+  k->rc[0] = vmt_monitor_enter(k->m);
+  return NULL;   /* still inside: its end must release it */
+}
 
 static void *attach_and_end(void *arg) {
   keyless_t *k = arg;
@@ -205,7 +212,14 @@ static int keys_exhausted(void) {
   vmt_mx_ids_free(ids);
 
   keyless_t k = {0};
+  CHECK(42, vmt_monitor_create(&k.m, "keyless") == 0);
   pthread_t p;
+  CHECK(43, pthread_create(&p, NULL, enter_and_end, &k) == 0 && pthread_join(p, NULL) == 0);
+  CHECK(44, KEYS_OK(k.rc[0]));
+  if (k.rc[0] == 0) CHECK(45, vmt_monitor_try_enter(k.m) == 0 && vmt_monitor_exit(k.m) == 0);
+  vmt_monitor_stats_t st;
+  CHECK(46, vmt_monitor_get_stats(k.m, &st) == 0 && st.owner_id == 0);
+
   CHECK(47, pthread_create(&p, NULL, attach_and_end, &k) == 0 && pthread_join(p, NULL) == 0);
   CHECK(48, KEYS_OK(k.rc[1]) && KEYS_OK(k.rc[2]));
   CHECK(49, vmt_mx_get_thread_count() == live0);
@@ -225,6 +239,7 @@ static int keys_exhausted(void) {
   CHECK(54, KEYS_OK(vmt_mx_thread_dump_to_string(&dump, &len)));
   free(dump);
   CHECK(55, vmt_mx_get_thread_count() == live0);
+  CHECK(56, vmt_monitor_destroy(k.m) == 0);
   return ROLE_OK;
 }
 

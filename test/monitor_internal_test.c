@@ -423,18 +423,25 @@ static void held_locks_listed_innermost_first_with_depth(void **state) {
 typedef struct identity {
   vmt_monitor_t *m;
   int rc[7];
-  int64_t owner_while_attached;
+  int64_t owner_while_attached, self_id;
+  size_t held_while_attached;
 } identity_t;
 
 static void *enter_then_attach(void *arg) {
   identity_t *x = arg;
-  x->rc[0] = vmt_monitor_enter(x->m);   /* no record yet: owned under the thread's anchor */
+  x->rc[0] = vmt_monitor_enter(x->m);   /* no record yet: an implicit identity owns it */
   vmt_thread_t *self;
   x->rc[1] = vmt_thread_attach(NULL, &self);
-  x->rc[2] = vmt_monitor_enter(x->m);   /* recursive, under the record's identity */
+  x->self_id = vmt_thread_id(self);
+  x->rc[2] = vmt_monitor_enter(x->m);   /* recursive: the attach handed it to the record */
   vmt_monitor_stats_t st;
   vmt_monitor_get_stats(x->m, &st);
   x->owner_while_attached = st.owner_id;
+  vmt__thread_lock_info_t info;
+  if (vmt__thread_lock_info(self, true, &info) == 0) {
+    x->held_while_attached = info.held_count;
+    free(info.held);
+  }
   x->rc[3] = vmt_monitor_exit(x->m);
   x->rc[4] = vmt_monitor_exit(x->m);
   x->rc[5] = vmt_monitor_exit(x->m);   /* one too many */
@@ -452,7 +459,11 @@ static void ownership_survives_an_attach_in_between(void **state) {
   assert_int_equal(x.rc[0], 0);
   assert_int_equal(x.rc[1], 0);
   assert_int_equal(x.rc[2], 0);
-  assert_int_equal(x.owner_while_attached, 0);   /* taken before it had an id */
+  /* Taken before the thread had an id, owned by the thread all along: now under its id, and
+   * listed among its locked monitors (ThreadInfo.getLockedMonitors). */
+  assert_true(x.self_id > 0);
+  assert_int_equal(x.owner_while_attached, x.self_id);
+  assert_int_equal(x.held_while_attached, 1);
   assert_int_equal(x.rc[3], 0);
   assert_int_equal(x.rc[4], 0);
   assert_int_equal(x.rc[5], -EPERM);

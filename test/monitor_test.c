@@ -287,6 +287,108 @@ static void ending_thread_releases_what_it_holds(void **state) {
   assert_int_equal(vmt_sync_destroy(sh.s), 0);
 }
 
+/* ---- One identity per thread ---------------------------------------------------------- *
+ * A thread's locks belong to that thread for its whole life, whether it is attached or not,
+ * and to no other thread: not to a later thread that gets its stack and TLS (glibc reuses
+ * both), and not to nobody while it is still inside (a detach does not release them). */
+
+static _Thread_local int tls_probe;
+
+typedef struct ended {
+  vmt_monitor_t *m;
+  vmt_sync_t *s;
+  uintptr_t tls[2];
+  int rc[3];
+} ended_t;
+
+static void *enter_twice_and_end(void *arg) {
+  ended_t *e = arg;
+  e->tls[0] = (uintptr_t)&tls_probe;
+  e->rc[0] = vmt_monitor_enter(e->m);
+  e->rc[1] = vmt_monitor_enter(e->m);
+  e->rc[2] = vmt_sync_lock(e->s);
+  return NULL;   /* a foreign thread that ends holding both */
+}
+
+static void *exit_what_it_never_entered(void *arg) {
+  ended_t *e = arg;
+  e->tls[1] = (uintptr_t)&tls_probe;
+  e->rc[0] = vmt_monitor_exit(e->m);
+  e->rc[1] = vmt_sync_unlock(e->s);
+  e->rc[2] = vmt_monitor_wait(e->m, 1000);
+  return NULL;
+}
+
+static void ended_foreign_thread_passes_nothing_on(void **state) {
+  (void)state;
+  ended_t e = {0};
+  assert_int_equal(vmt_monitor_create(&e.m, "left-behind"), 0);
+  assert_int_equal(vmt_sync_create(&e.s, "left-behind-sync"), 0);
+  pthread_t p;
+  assert_int_equal(pthread_create(&p, NULL, enter_twice_and_end, &e), 0);
+  assert_int_equal(pthread_join(p, NULL), 0);
+  for (int i = 0; i < 3; i++) assert_int_equal(e.rc[i], 0);
+  /* The next thread of the same size usually gets the same stack and TLS block back. */
+  assert_int_equal(pthread_create(&p, NULL, exit_what_it_never_entered, &e), 0);
+  assert_int_equal(pthread_join(p, NULL), 0);
+  if (e.tls[0] != e.tls[1])
+    print_message("note: glibc gave the second thread another TLS block\n");
+  assert_int_equal(e.rc[0], -EPERM);
+  assert_int_equal(e.rc[1], -EPERM);
+  assert_int_equal(e.rc[2], -EPERM);
+  /* The thread's end released both, as HotSpot releases what an exiting thread still holds. */
+  vmt_monitor_stats_t st;
+  assert_int_equal(vmt_monitor_get_stats(e.m, &st), 0);
+  assert_int_equal(st.owner_id, 0);
+  assert_int_equal(vmt_monitor_try_enter(e.m), 0);
+  assert_int_equal(vmt_monitor_exit(e.m), 0);
+  assert_int_equal(vmt_monitor_exit(e.m), -EPERM);   /* no recursion left over */
+  assert_int_equal(vmt_sync_try_lock(e.s), 0);
+  assert_int_equal(vmt_sync_unlock(e.s), 0);
+  assert_int_equal(vmt_monitor_destroy(e.m), 0);
+  assert_int_equal(vmt_sync_destroy(e.s), 0);
+}
+
+typedef struct straddle {
+  vmt_monitor_t *m;
+  _Atomic int step;
+  int rc[5];
+} straddle_t;
+
+static void *enter_attach_wait_detach(void *arg) {
+  straddle_t *x = arg;
+  x->rc[0] = vmt_monitor_enter(x->m);   /* before the attach */
+  vmt_thread_t *self;
+  x->rc[1] = vmt_thread_attach(NULL, &self);
+  x->rc[2] = vmt_monitor_wait(x->m, 1000 * 1000);   /* releases and re-enters, attached */
+  x->rc[3] = vmt_thread_detach();
+  atomic_store(&x->step, 1);
+  while (atomic_load(&x->step) < 2) mu_pause_1ms();
+  x->rc[4] = vmt_monitor_exit(x->m);   /* still inside until here */
+  return NULL;
+}
+
+static void detach_leaves_a_thread_inside_its_monitors(void **state) {
+  (void)state;
+  straddle_t x = {0};
+  assert_int_equal(vmt_monitor_create(&x.m, "straddled"), 0);
+  pthread_t p;
+  assert_int_equal(pthread_create(&p, NULL, enter_attach_wait_detach, &x), 0);
+  while (atomic_load(&x.step) < 1) mu_pause_1ms();
+  assert_int_equal(x.rc[0], 0);
+  assert_int_equal(x.rc[1], 0);
+  assert_int_equal(x.rc[2], -ETIMEDOUT);
+  assert_int_equal(x.rc[3], 0);
+  assert_int_equal(vmt_monitor_try_enter(x.m), -EBUSY);   /* the thread is still inside */
+  assert_int_equal(vmt_monitor_exit(x.m), -EPERM);
+  atomic_store(&x.step, 2);
+  assert_int_equal(pthread_join(p, NULL), 0);
+  assert_int_equal(x.rc[4], 0);
+  assert_int_equal(vmt_monitor_try_enter(x.m), 0);
+  assert_int_equal(vmt_monitor_exit(x.m), 0);
+  assert_int_equal(vmt_monitor_destroy(x.m), 0);
+}
+
 /* ---- Wait and notify ------------------------------------------------------------------ */
 
 static void wait_times_out_and_restores_depth(void **state) {
@@ -520,6 +622,8 @@ int main(void) {
       cmocka_unit_test(synchronizer_is_not_reentrant),
       cmocka_unit_test(contended_enters_exclude_each_other),
       cmocka_unit_test(ending_thread_releases_what_it_holds),
+      cmocka_unit_test(ended_foreign_thread_passes_nothing_on),
+      cmocka_unit_test(detach_leaves_a_thread_inside_its_monitors),
       cmocka_unit_test(wait_times_out_and_restores_depth),
       cmocka_unit_test(notify_wakes_one_notify_all_wakes_the_rest),
       cmocka_unit_test(no_wake_up_is_lost_around_a_ring),

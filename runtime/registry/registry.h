@@ -25,6 +25,7 @@ typedef enum vmt__thread_kind {
   VMT__KIND_STARTED = 0,   /* created by vmt_thread_start* */
   VMT__KIND_ATTACHED,      /* a foreign thread, while attached */
   VMT__KIND_INTERNAL,      /* the runtime's own (e.g. the SIGQUIT dump thread) */
+  VMT__KIND_IMPLICIT,      /* a lock identity only (runtime/sync/identity.c): never listed */
 } vmt__thread_kind_t;
 
 struct vmt_monitor;
@@ -51,6 +52,10 @@ struct vmt__thread_sync {
   _Atomic uint32_t seq;                       /* sequence lock, see above */
   _Atomic(struct vmt__lock *) held_head;      /* innermost held monitor or synchronizer */
   _Atomic uint64_t times_epoch;               /* contention-monitoring epoch of the times */
+  /* Owner only. A silent record is a lock identity and nothing else: it keeps its held list,
+   * but no state, counts or times (nobody lists it): an implicit record, or an attached record
+   * after its last detach while its thread still holds locks (runtime/sync/sync.h). */
+  bool silent;
 };
 
 /* Per-category figures (Eclipse OMR keeps these for GC/JIT/application threads). */
@@ -130,10 +135,12 @@ extern _Thread_local vmt_thread_t *vmt__current __attribute__((tls_model("initia
  * One hook per thread (runtime/os.h, "Thread end"), armed by whatever first needs it there (an
  * attach, a first lock, a first registry snapshot); each package hands in its piece as it
  * arms, and the hook runs the pieces in this order: an attached thread's detach (thread), the
- * hazard block (registry), which goes last since nothing after it reads the registry. 0 or
- * -errno (-ENOMEM, -EAGAIN): the caller fails its call, or does without (hazard.c). */
+ * locks of an implicit or kept lock identity (sync), the hazard block (registry), which goes
+ * last since nothing after it reads the registry. 0 or -errno (-ENOMEM, -EAGAIN): the caller
+ * fails its call, or does without (hazard.c). */
 typedef enum vmt__end_piece {
   VMT__END_ATTACHED = 0,
+  VMT__END_LOCKS,
   VMT__END_HAZARDS,
   VMT__END_PIECES,
 } vmt__end_piece_t;

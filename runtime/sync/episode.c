@@ -13,6 +13,10 @@
  */
 #include "runtime/sync/sync_impl.h"
 
+/* A silent identity (runtime/registry/registry.h) and NULL (a sleep on a thread without one)
+ * record nothing but the time a monitor's blocked_ns needs. */
+static inline bool records(const vmt_thread_t *t) { return t != NULL && !t->sync.silent; }
+
 static inline void bump(_Atomic uint64_t *counter) {
   uint64_t v = atomic_load_explicit(counter, memory_order_relaxed);
   atomic_store_explicit(counter, v + 1, VMT__SEQ_W);
@@ -23,7 +27,7 @@ void vmt__episode_begin(vmt_thread_t *t, vmt__episode_t *ep, vmt__episode_kind_t
   ep->kind = kind;
   ep->epoch = vmt__contention_current_epoch();
   ep->start_ns = ep->epoch ? vmt_os_elapsed_nanos() : 0;
-  if (t == NULL) return;
+  if (!records(t)) return;
   int state = timed ? VMT_THREAD_TIMED_WAITING : VMT_THREAD_WAITING;
   uint32_t s = vmt__seq_begin(&t->sync.seq);
   switch (kind) {
@@ -73,8 +77,8 @@ void vmt__episode_end(vmt_thread_t *t, vmt__episode_t *ep, struct vmt__lock *l,
                             memory_order_relaxed);
     }
   }
-  if (t == NULL) {
-    if (push != NULL) vmt__held_push(NULL, push);
+  if (!records(t)) {
+    if (push != NULL) vmt__held_push(t, push);
     return;
   }
   uint32_t s = vmt__seq_begin(&t->sync.seq);

@@ -23,8 +23,6 @@
  * a wait/notify round trip, which makes two of each). */
 #define VMT__SPIN_ITERATIONS 100
 
-_Thread_local vmt__anchor_t vmt__anchor;
-
 typedef struct pool_chunk {
   struct pool_chunk *next;
   struct vmt__lock slots[VMT__POOL_CHUNK];
@@ -49,13 +47,13 @@ static void pool_fork_parent(void) { pthread_mutex_unlock(&pool_lock); }
  * one whose word is taken but whose owner is not named yet (or no longer) was being acquired or
  * released by a vanished thread outside its critical section, and is free. Only slots that need
  * it are written: a child does not copy every page of the pool. */
-static void slot_fork_child(struct vmt__lock *l, uintptr_t self_record, uintptr_t self_anchor) {
+static void slot_fork_child(struct vmt__lock *l, uintptr_t self) {
   if (atomic_load_explicit(&l->magic, memory_order_relaxed) == 0) return;
   uintptr_t owner = atomic_load_explicit(&l->owner, memory_order_relaxed);
   if (atomic_load_explicit(&l->state, memory_order_relaxed) != VMT__LOCK_FREE) {
     if (owner == 0) {
       atomic_store_explicit(&l->state, VMT__LOCK_FREE, memory_order_relaxed);
-    } else if (owner != self_record && owner != self_anchor && owner != VMT__OWNER_VANISHED) {
+    } else if (owner != self && owner != VMT__OWNER_VANISHED) {
       atomic_store_explicit(&l->owner, VMT__OWNER_VANISHED, memory_order_relaxed);
       l->recursions = 0;
       atomic_store_explicit(&l->state, VMT__LOCK_LOCKED, memory_order_relaxed);
@@ -70,11 +68,10 @@ static void slot_fork_child(struct vmt__lock *l, uintptr_t self_record, uintptr_
 
 static void pool_fork_child(void) {
   pthread_mutex_init(&pool_lock, NULL);
-  vmt_thread_t *self = vmt__current;
-  uintptr_t self_record = (uintptr_t)self;   /* 0 without a record: never a slot's owner here */
+  /* The forking thread's lock identity (0 without one: never a slot's owner). */
+  uintptr_t self = (uintptr_t)vmt__self;
   for (pool_chunk_t *c = pool_chunks; c != NULL; c = c->next)
-    for (int i = 0; i < VMT__POOL_CHUNK; i++)
-      slot_fork_child(&c->slots[i], self_record, (uintptr_t)&vmt__anchor);
+    for (int i = 0; i < VMT__POOL_CHUNK; i++) slot_fork_child(&c->slots[i], self);
 }
 VMT__PROCESS_STATE(lock_pool, .symbols = "pool_lock pool_chunks pool_free",
                    .rule = VMT__FORK_HOLD,
@@ -84,10 +81,8 @@ VMT__PROCESS_STATE(lock_pool, .symbols = "pool_lock pool_chunks pool_free",
                            "(-EOWNERDEAD); slots have no lock of their own",
                    .rank = VMT__RANK_SYNC, .prepare = pool_fork_prepare,
                    .parent = pool_fork_parent, .child = pool_fork_child);
-VMT__PROCESS_STATE(lock_identity, .symbols = "identity_counter vmt__anchor",
-                   .rule = VMT__FORK_KEEP,
-                   .fork = "identities go on counting; the forking thread's anchor (its identity "
-                           "without a record) and held list stay its own");
+VMT__PROCESS_STATE(lock_identity, .symbols = "identity_counter", .rule = VMT__FORK_KEEP,
+                   .fork = "identities go on counting");
 
 static int pool_take(struct vmt__lock **out) {
   pthread_mutex_lock(&pool_lock);
@@ -181,10 +176,11 @@ int vmt__lock_destroy(struct vmt__lock *l, uint32_t magic) {
   return 0;
 }
 
-bool vmt__lock_claim_vanished(struct vmt__lock *l, vmt_thread_t *t, uintptr_t me) {
+bool vmt__lock_claim_vanished(struct vmt__lock *l, vmt_thread_t *t) {
   uintptr_t expected = VMT__OWNER_VANISHED;
   if (__builtin_expect(atomic_load_explicit(&l->owner, memory_order_relaxed) != expected, 1) ||
-      !atomic_compare_exchange_strong_explicit(&l->owner, &expected, me, memory_order_acquire,
+      !atomic_compare_exchange_strong_explicit(&l->owner, &expected, vmt__token(t),
+                                               memory_order_acquire,
                                                memory_order_relaxed))
     return false;
   /* The word stays taken (it was marked taken for us); the rest is what an acquisition does. */
@@ -222,7 +218,7 @@ void vmt__lock_fill_desc(const struct vmt__lock *l, vmt__lock_desc_t *d) {
   d->depth = -1;
 }
 
-static bool held_unlink(_Atomic uint32_t *seq, _Atomic(struct vmt__lock *) *head,
+static void held_unlink(_Atomic uint32_t *seq, _Atomic(struct vmt__lock *) *head,
                         struct vmt__lock *l) {
   _Atomic(struct vmt__lock *) *link = head;
   for (struct vmt__lock *p = atomic_load_explicit(link, memory_order_relaxed); p != NULL;
@@ -232,17 +228,14 @@ static bool held_unlink(_Atomic uint32_t *seq, _Atomic(struct vmt__lock *) *head
       atomic_store_explicit(link, atomic_load_explicit(&l->held_next, memory_order_relaxed),
                             VMT__SEQ_W);
       vmt__seq_end(seq, s);
-      return true;
+      return;
     }
     link = &p->held_next;
   }
-  return false;
 }
 
 void vmt__held_remove_slow(vmt_thread_t *t, struct vmt__lock *l) {
-  if (held_unlink(vmt__held_seq(t), vmt__held_head(t), l)) return;
-  /* Taken under the other identity (before an attach, or while attached). */
-  if (t != NULL) held_unlink(&vmt__anchor.seq, &vmt__anchor.held_head, l);
+  held_unlink(&t->sync.seq, &t->sync.held_head, l);
 }
 
 int vmt__lock_acquire_contended(struct vmt__lock *l, int64_t deadline_ns, bool slept) {
@@ -260,16 +253,15 @@ int vmt__lock_acquire_contended(struct vmt__lock *l, int64_t deadline_ns, bool s
   return 0;
 }
 
-int vmt__lock_enter_contended(struct vmt__lock *l, vmt_thread_t *t, uintptr_t me,
-                              vmt__episode_kind_t kind, int64_t deadline_ns, bool count_enter,
-                              bool slept) {
+int vmt__lock_enter_contended(struct vmt__lock *l, vmt_thread_t *t, vmt__episode_kind_t kind,
+                              int64_t deadline_ns, bool count_enter, bool slept) {
   atomic_fetch_add_explicit(&l->contended_enters, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&l->entry_waiters, 1, memory_order_relaxed);
   vmt__episode_t ep;
   vmt__episode_begin(t, &ep, kind, l, deadline_ns != VMT_OS_NO_DEADLINE);
   int rc = vmt__lock_acquire_contended(l, deadline_ns, slept);
   if (rc == 0) {
-    atomic_store_explicit(&l->owner, me, memory_order_relaxed);
+    atomic_store_explicit(&l->owner, vmt__token(t), memory_order_relaxed);
     if (count_enter) vmt__lock_count_enter(l);
   }
   /* The push shares the episode's write section: readers never see it owned and unlisted. */
@@ -310,4 +302,26 @@ void vmt__monitor_thread_end(vmt_thread_t *t) {
     vmt__held_pop(t, l);
     vmt__lock_release(l);
   }
+}
+
+void vmt__monitor_adopt(vmt_thread_t *to, vmt_thread_t *from) {
+  struct vmt__lock *head = atomic_load_explicit(&from->sync.held_head, memory_order_relaxed);
+  if (head == NULL) return;
+  /* Owner words first, then the lists: a reader that sees `to` own a lock and not list it yet
+   * (deadlock.c's second read) only drops a cycle that is still being formed. */
+  for (struct vmt__lock *l = head; l != NULL;
+       l = atomic_load_explicit(&l->held_next, memory_order_relaxed))
+    atomic_store_explicit(&l->owner, vmt__token(to), memory_order_relaxed);
+  uint32_t s = vmt__seq_begin(&to->sync.seq);
+  atomic_store_explicit(&to->sync.held_head, head, VMT__SEQ_W);
+  vmt__seq_end(&to->sync.seq, s);
+  s = vmt__seq_begin(&from->sync.seq);
+  atomic_store_explicit(&from->sync.held_head, NULL, VMT__SEQ_W);
+  vmt__seq_end(&from->sync.seq, s);
+}
+
+bool vmt__monitor_keep(vmt_thread_t *t) {
+  if (atomic_load_explicit(&t->sync.held_head, memory_order_relaxed) == NULL) return false;
+  t->sync.silent = true;
+  return true;
 }

@@ -2,11 +2,12 @@
  * runtime/sync/monitor.c: Java `synchronized` monitors (include/vmthread/monitor.h): create,
  * destroy, enter, try-enter, exit, describe, statistics. Wait and notify are in monitor_wait.c.
  *
- * The uncontended enter is: a magic check, the caller's record (one TLS load in
- * vmt_thread_current), one CAS on the lock word, the owner store, the owner's enter count and a
+ * The uncontended enter is: a magic check, the caller's lock identity (one TLS load of
+ * vmt__self), one CAS on the lock word, the owner store, the owner's enter count and a
  * held-list push under the thread's sequence lock (plain stores on x86-64). The uncontended
  * exit is the reverse with one exchange. A contended enter goes to enter_slow, the only place
  * that changes the thread's state, counts, or reads a clock (runtime/sync/sync_impl.h, DESIGN).
+ * A thread without an identity gets one at its first enter (enter_first; runtime/sync/sync.h).
  */
 #include <errno.h>
 
@@ -36,44 +37,54 @@ static int enter_recursive(struct vmt__lock *l) {
   return 0;
 }
 
-static __attribute__((noinline)) int enter_slow(struct vmt__lock *l, vmt_thread_t *t,
-                                                uintptr_t me) {
-  /* Owned by us under our other identity (we attached or detached since). */
-  if (vmt__token_is_self(atomic_load_explicit(&l->owner, memory_order_relaxed), t))
-    return enter_recursive(l);
-  if (vmt__lock_claim_vanished(l, t, me)) return -EOWNERDEAD;
-  return vmt__lock_enter_contended(l, t, me, VMT__EP_ENTER, VMT_OS_NO_DEADLINE, true, false);
+static __attribute__((noinline)) int enter_slow(struct vmt__lock *l, vmt_thread_t *t) {
+  if (vmt__lock_claim_vanished(l, t)) return -EOWNERDEAD;
+  return vmt__lock_enter_contended(l, t, VMT__EP_ENTER, VMT_OS_NO_DEADLINE, true, false);
+}
+
+/* The calling thread's first lock, when it is neither started nor attached. */
+static __attribute__((noinline)) int enter_first(struct vmt__lock *l, bool try_only) {
+  int rc = 0;
+  vmt_thread_t *t = vmt__identity(&rc);
+  if (t == NULL) return rc;
+  if (vmt__lock_try_acquire(l)) {
+    vmt__lock_took(l, t);
+    return 0;
+  }
+  if (try_only) return vmt__lock_claim_vanished(l, t) ? -EOWNERDEAD : -EBUSY;
+  return enter_slow(l, t);
 }
 
 int vmt_monitor_enter(vmt_monitor_t *m) {
   struct vmt__lock *l = as_lock(m);
   if (l == NULL) return -EINVAL;
-  vmt_thread_t *t = vmt__current;
-  uintptr_t me = vmt__token(t);
-  if (atomic_load_explicit(&l->owner, memory_order_relaxed) == me) return enter_recursive(l);
-  if (__builtin_expect(!vmt__lock_try_acquire(l), 0)) return enter_slow(l, t, me);
-  vmt__lock_took(l, t, me);
+  vmt_thread_t *t = vmt__self;
+  if (__builtin_expect(t == NULL, 0)) return enter_first(l, false);
+  if (atomic_load_explicit(&l->owner, memory_order_relaxed) == vmt__token(t))
+    return enter_recursive(l);
+  if (__builtin_expect(!vmt__lock_try_acquire(l), 0)) return enter_slow(l, t);
+  vmt__lock_took(l, t);
   return 0;
 }
 
 int vmt_monitor_try_enter(vmt_monitor_t *m) {
   struct vmt__lock *l = as_lock(m);
   if (l == NULL) return -EINVAL;
-  vmt_thread_t *t = vmt__current;
-  uintptr_t me = vmt__token(t);
-  if (vmt__token_is_self(atomic_load_explicit(&l->owner, memory_order_relaxed), t))
+  vmt_thread_t *t = vmt__self;
+  if (__builtin_expect(t == NULL, 0)) return enter_first(l, true);
+  if (atomic_load_explicit(&l->owner, memory_order_relaxed) == vmt__token(t))
     return enter_recursive(l);
-  if (!vmt__lock_try_acquire(l)) return vmt__lock_claim_vanished(l, t, me) ? -EOWNERDEAD : -EBUSY;
-  vmt__lock_took(l, t, me);
+  if (!vmt__lock_try_acquire(l)) return vmt__lock_claim_vanished(l, t) ? -EOWNERDEAD : -EBUSY;
+  vmt__lock_took(l, t);
   return 0;
 }
 
 int vmt_monitor_exit(vmt_monitor_t *m) {
   struct vmt__lock *l = as_lock(m);
   if (l == NULL) return -EINVAL;
-  vmt_thread_t *t = vmt__current;
-  uintptr_t owner = atomic_load_explicit(&l->owner, memory_order_relaxed);
-  if (__builtin_expect(owner != vmt__token(t), 0) && !vmt__token_is_self(owner, t))
+  vmt_thread_t *t = vmt__self;
+  if (__builtin_expect(
+          !vmt__token_is_self(atomic_load_explicit(&l->owner, memory_order_relaxed), t), 0))
     return -EPERM;
   if (l->recursions > 0) {
     l->recursions--;

@@ -46,12 +46,11 @@ static void unlink_node(struct vmt__lock *l, vmt__wait_node_t *node) {
 }
 
 int vmt_monitor_wait(vmt_monitor_t *m, int64_t timeout_ns) {
-  vmt_thread_t *t = vmt__current;
+  vmt_thread_t *t = vmt__self;
   int err = 0;
   struct vmt__lock *l = owned_lock(m, t, &err);
   if (l == NULL) return err;
   int64_t deadline = vmt__deadline_after(timeout_ns);
-  uintptr_t me = atomic_load_explicit(&l->owner, memory_order_relaxed);
 
   vmt__wait_node_t node = {.next = NULL, .notified = 0};
   if (l->wait_tail) l->wait_tail->next = &node;
@@ -74,17 +73,17 @@ int vmt_monitor_wait(vmt_monitor_t *m, int64_t timeout_ns) {
   }
   vmt__episode_end(t, &ep, l, NULL);
 
-  /* Re-enter to the same depth, under the same identity. A notified waiter may have been
-   * requeued onto the lock word and slept there: it acquires like a woken sleeper. */
+  /* Re-enter to the same depth. A notified waiter may have been requeued onto the lock word and
+   * slept there: it acquires like a woken sleeper. */
   bool slept = atomic_load_explicit(&node.notified, memory_order_acquire) != 0;
   bool took = slept ? atomic_exchange_explicit(&l->state, VMT__LOCK_CONTENDED,
                                                memory_order_acquire) == VMT__LOCK_FREE
                     : vmt__lock_try_acquire(l);
   if (took) {
-    atomic_store_explicit(&l->owner, me, memory_order_relaxed);
+    atomic_store_explicit(&l->owner, vmt__token(t), memory_order_relaxed);
     vmt__held_push(t, l);
   } else {
-    vmt__lock_enter_contended(l, t, me, VMT__EP_ENTER, VMT_OS_NO_DEADLINE, false, slept);
+    vmt__lock_enter_contended(l, t, VMT__EP_ENTER, VMT_OS_NO_DEADLINE, false, slept);
   }
   l->recursions = recursions;
   atomic_fetch_sub_explicit(&l->wait_waiters, 1, memory_order_release);
@@ -96,7 +95,7 @@ int vmt_monitor_wait(vmt_monitor_t *m, int64_t timeout_ns) {
 }
 
 static int notify(vmt_monitor_t *m, bool all) {
-  vmt_thread_t *t = vmt__current;
+  vmt_thread_t *t = vmt__self;
   int err = 0;
   struct vmt__lock *l = owned_lock(m, t, &err);
   if (l == NULL) return err;

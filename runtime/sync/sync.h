@@ -1,9 +1,9 @@
 /*
  * runtime/sync/sync.h: what the sync package (monitors, synchronizers, park, sleep) offers the
- * packages above it: the release of a thread's locks as it ends (thread), and copies of a
- * thread's lock state, deadlock cycles and the contention-monitoring switch (management). The
- * per-thread state it keeps in each record is declared with the record
- * (runtime/registry/registry.h). Hidden.
+ * packages above it: a thread's lock identity and the release of its locks as it ends
+ * (thread), and copies of a thread's lock state, deadlock cycles and the contention-monitoring
+ * switch (management). The per-thread state it keeps in each record is declared with the
+ * record (runtime/registry/registry.h). Hidden.
  */
 #ifndef VMT_RUNTIME_SYNC_SYNC_H
 #define VMT_RUNTIME_SYNC_SYNC_H
@@ -17,14 +17,39 @@
 
 #define VMT__LOCK_DESC_NAME_MAX 288
 
-/* ---- What the thread package calls (lock.c) --------------------------------------------- *
- * Called by a runtime thread itself at the start of its exit or last detach (thread/exit.c):
+/* ---- Lock identity: what the thread package sets and calls (identity.c, lock.c) -------- *
+ * The owner token of every lock a thread holds, one for the thread's whole life: its record
+ * while it is started, internal or attached (the thread package sets vmt__self as it starts,
+ * attaches and ends); for any other thread (one that has not attached, or no longer is) a
+ * record of kind IMPLICIT, made at its first lock, never in the registry, never counted nor
+ * listed, and given back at the thread's end (ART and OMR attach a thread on first use the
+ * same way). An attach makes the new record the identity and hands it the locks of the old
+ * one (vmt__monitor_adopt); a last detach while the thread still holds locks keeps the record
+ * as a silent identity (vmt__monitor_keep) until the thread ends. So a lock never changes
+ * hands without its owner's exit, and no thread inherits another's (a later thread on the
+ * same stack and TLS starts with no identity). Read inline by the lock fast paths: one
+ * %fs-relative load, like vmt__current. */
+extern _Thread_local vmt_thread_t *vmt__self __attribute__((tls_model("initial-exec")));
+/* Arms the calling thread's end hook with the sync package's piece, which releases what its
+ * identity still holds when it ends and gives the record back (identity.c). The attach calls
+ * it: a last detach may leave a kept identity. 0 or -errno, as vmt__thread_end_arm. */
+int vmt__identity_arm_end(void);
+
+/* Called by a thread itself as it ends, with its identity t (thread/exit.c, identity.c):
  * releases every monitor and synchronizer it still holds, whatever the recursion, and wakes
- * their waiters, so that no lock stays owned by a record that is about to be recycled. HotSpot
- * does the same for monitors a thread entered through JNI and never exited
- * (ObjectSynchronizer::release_monitors_owned_by_thread, at JavaThread::exit and at
- * DetachCurrentThread). */
+ * their waiters, so that no lock stays owned by a thread that is gone, nor passes to the next
+ * thread that gets t's recycled record. HotSpot does the same for monitors a thread entered
+ * through JNI and never exited (ObjectSynchronizer::release_monitors_owned_by_thread, at
+ * JavaThread::exit). A last detach does not release (vmt__monitor_keep): the thread may still
+ * be inside them. */
 void vmt__monitor_thread_end(vmt_thread_t *t);
+/* Called by the thread itself as `to` (a fresh record, holding nothing) becomes its identity in
+ * place of `from`: every lock from holds is now owned by to and on to's held list. */
+void vmt__monitor_adopt(vmt_thread_t *to, vmt_thread_t *from);
+/* Called by the thread itself at its last detach, when it goes on without a record: if t still
+ * holds locks, t stays their owner as a silent identity (no state, counts or times any more)
+ * and the answer is true; else false. */
+bool vmt__monitor_keep(vmt_thread_t *t);
 
 /* ---- What the management package reads ----------------------------------------------- *
  * The sync package owns all synchronization needed to read another thread's lock state

@@ -8,8 +8,11 @@
  * DESIGN
  * - Lock word: a 32-bit futex word, 0 free, 1 locked, 2 locked and maybe contended (Drepper,
  *   "Futexes Are Tricky", mutex2). Uncontended enter is one CAS 0->1, exit one exchange to 0;
- *   only an exchange that returns 2 makes a FUTEX_WAKE. Next to it the owner token: the owner's
- *   vmt_thread_t *, or for a thread without record the address of a thread-local anchor.
+ *   only an exchange that returns 2 makes a FUTEX_WAKE. Next to it the owner token: the
+ *   owner's lock identity (vmt__self), a vmt_thread_t * that is the same for the thread's whole
+ *   life (sync.h: a started thread's record; an attached thread's record; for any
+ *   other thread a record of kind IMPLICIT made at its first lock). No two live threads share
+ *   one, and none is recycled while a lock names it (a thread's end releases what it holds).
  * - Held list: each thread keeps the locks it holds as an intrusive singly linked list through
  *   the lock slots (held_next), innermost first; no allocation, no capacity limit. Releases are
  *   LIFO in practice (Java monitors are block structured), so popping is O(1); an out-of-order
@@ -115,37 +118,34 @@ int vmt__lock_create(struct vmt__lock **out, uint32_t magic, const char *name,
 int vmt__lock_destroy(struct vmt__lock *l, uint32_t magic);
 /* Takes over l if its owner vanished at fork (VMT__OWNER_VANISHED): ownership at depth 1 and
  * the held-list push as for any acquisition; true if the caller now owns it. */
-bool vmt__lock_claim_vanished(struct vmt__lock *l, vmt_thread_t *t, uintptr_t me);
+bool vmt__lock_claim_vanished(struct vmt__lock *l, vmt_thread_t *t);
 /* "name@hexid" into buf (always terminated when len > 0); the length it needs. */
 int vmt__lock_describe(const struct vmt__lock *l, char *buf, size_t len);
 /* Copies class, display name and identity into a descriptor. Racing readers welcome. */
 void vmt__lock_fill_desc(const struct vmt__lock *l, vmt__lock_desc_t *d);
 
-/* ---- Owner token ---------------------------------------------------------------------- *
- * The owner's record, or the address of the thread's anchor below for a thread without one, or,
- * in a fork child, VMT__OWNER_VANISHED for a lock whose owner did not survive the fork (never
- * an address: records and anchors are aligned). The next thread to take such a lock takes it
- * over with vmt__lock_claim_vanished and reports -EOWNERDEAD (docs/design.md, "fork"). */
+/* ---- Owner token: the calling thread's lock identity ---------------------------------- *
+ * The owner's lock identity (sync.h), or, in a fork child, VMT__OWNER_VANISHED for a lock whose
+ * owner did not survive the fork (never an address: records are aligned). The next thread to
+ * take such a lock takes it over with vmt__lock_claim_vanished and reports -EOWNERDEAD
+ * (docs/design.md, "fork"). */
 #define VMT__OWNER_VANISHED ((uintptr_t)1)
-typedef struct vmt__anchor {
-  _Atomic uint32_t seq;
-  _Atomic(struct vmt__lock *) held_head;
-} vmt__anchor_t;
-extern _Thread_local vmt__anchor_t vmt__anchor;
-
-static inline uintptr_t vmt__token(vmt_thread_t *t) {
-  return t ? (uintptr_t)t : (uintptr_t)&vmt__anchor;
-}
-static inline _Atomic uint32_t *vmt__held_seq(vmt_thread_t *t) {
-  return t ? &t->sync.seq : &vmt__anchor.seq;
-}
-static inline _Atomic(struct vmt__lock *) *vmt__held_head(vmt_thread_t *t) {
-  return t ? &t->sync.held_head : &vmt__anchor.held_head;
-}
-/* True if tok is the calling thread under either identity (it may have attached or detached
- * since it took the lock). */
+/* t's token; t is never NULL here (a thread without an identity owns nothing). */
+static inline uintptr_t vmt__token(vmt_thread_t *t) { return (uintptr_t)t; }
+/* True if tok names t, the caller's identity (NULL: it has none, so it owns nothing). */
 static inline bool vmt__token_is_self(uintptr_t tok, vmt_thread_t *t) {
-  return tok != 0 && (tok == (uintptr_t)&vmt__anchor || (t && tok == (uintptr_t)t));
+  return t != NULL && tok == (uintptr_t)t;
+}
+/* Gives the calling thread, which has none, an implicit identity (identity.c). 0, -ENOMEM,
+ * -EAGAIN (no end hook: runtime/os.h). */
+int vmt__identity_make(vmt_thread_t **out);
+/* The caller's identity, made on its first lock if it has none; NULL with *err (-ENOMEM,
+ * -EAGAIN) if it cannot be made. */
+static inline vmt_thread_t *vmt__identity(int *err) {
+  vmt_thread_t *t = vmt__self;
+  if (__builtin_expect(t != NULL, 1)) return t;
+  *err = vmt__identity_make(&t);
+  return t;
 }
 
 /* ---- Sequence lock (writer: the owning thread only) ----------------------------------- *
@@ -187,21 +187,19 @@ static inline void vmt__held_link(_Atomic(struct vmt__lock *) *head, struct vmt_
   atomic_store_explicit(head, l, VMT__SEQ_W);
 }
 static inline void vmt__held_push(vmt_thread_t *t, struct vmt__lock *l) {
-  _Atomic uint32_t *seq = vmt__held_seq(t);
-  _Atomic(struct vmt__lock *) *head = vmt__held_head(t);
-  uint32_t s = vmt__seq_begin(seq);
-  vmt__held_link(head, l);
-  vmt__seq_end(seq, s);
+  uint32_t s = vmt__seq_begin(&t->sync.seq);
+  vmt__held_link(&t->sync.held_head, l);
+  vmt__seq_end(&t->sync.seq, s);
 }
-/* Removes l from the caller's held list wherever it is (either identity). */
+/* Removes l from t's held list wherever it is. */
 void vmt__held_remove_slow(vmt_thread_t *t, struct vmt__lock *l);
 static inline void vmt__held_pop(vmt_thread_t *t, struct vmt__lock *l) {
-  _Atomic(struct vmt__lock *) *head = vmt__held_head(t);
+  _Atomic(struct vmt__lock *) *head = &t->sync.held_head;
   if (__builtin_expect(atomic_load_explicit(head, memory_order_relaxed) != l, 0)) {
     vmt__held_remove_slow(t, l);
     return;
   }
-  _Atomic uint32_t *seq = vmt__held_seq(t);
+  _Atomic uint32_t *seq = &t->sync.seq;
   uint32_t s = vmt__seq_begin(seq);
   atomic_store_explicit(head, atomic_load_explicit(&l->held_next, memory_order_relaxed),
                         VMT__SEQ_W);
@@ -240,13 +238,16 @@ static inline void vmt__lock_count_enter(struct vmt__lock *l) {
 }
 
 /* What every successful acquisition records: the owner, the enter count, the held list. */
-static inline void vmt__lock_took(struct vmt__lock *l, vmt_thread_t *t, uintptr_t me) {
-  atomic_store_explicit(&l->owner, me, memory_order_relaxed);
+static inline void vmt__lock_took(struct vmt__lock *l, vmt_thread_t *t) {
+  atomic_store_explicit(&l->owner, vmt__token(t), memory_order_relaxed);
   vmt__lock_count_enter(l);
   vmt__held_push(t, l);
 }
 
-/* ---- Blocking episodes: thread state, counts, times (episode.c) ----------------------- */
+/* ---- Blocking episodes: thread state, counts, times (episode.c) ----------------------- *
+ * t is the blocking thread's lock identity; a silent one (an implicit record, or a record kept
+ * after its last detach: runtime/registry/registry.h) and NULL (sleep on a thread without one)
+ * record nothing but the time a monitor's blocked_ns needs. */
 typedef enum vmt__episode_kind {
   VMT__EP_ENTER = 0,   /* contended monitor enter or re-enter: BLOCKED, blocked count */
   VMT__EP_WAIT,        /* vmt_monitor_wait: WAITING / TIMED_WAITING, waited count */
@@ -261,7 +262,7 @@ typedef struct vmt__episode {
   int64_t start_ns;    /* vmt_os_elapsed_nanos() at the start, when timed */
 } vmt__episode_t;
 
-/* Publishes the state change (t may be NULL: then only the timer starts). */
+/* Publishes the state change. */
 void vmt__episode_begin(vmt_thread_t *t, vmt__episode_t *ep, vmt__episode_kind_t kind,
                         struct vmt__lock *l, bool timed);
 /* Back to RUNNABLE; adds the time to t (and, for an enter, to l's blocked time); when push is
@@ -271,11 +272,10 @@ void vmt__episode_end(vmt_thread_t *t, vmt__episode_t *ep, struct vmt__lock *l,
 
 /* The contended acquisition, whole: counts it, publishes the episode (kind VMT__EP_ENTER for a
  * monitor, VMT__EP_SYNC for a synchronizer), acquires before the deadline, takes ownership as
- * me and pushes l on t's held list. count_enter is false for the re-entry after a wait, which
- * is no new enter; slept as for vmt__lock_acquire_contended. 0 or -ETIMEDOUT. */
-int vmt__lock_enter_contended(struct vmt__lock *l, vmt_thread_t *t, uintptr_t me,
-                              vmt__episode_kind_t kind, int64_t deadline_ns, bool count_enter,
-                              bool slept);
+ * t and pushes l on t's held list. count_enter is false for the re-entry after a wait, which is
+ * no new enter; slept as for vmt__lock_acquire_contended. 0 or -ETIMEDOUT. */
+int vmt__lock_enter_contended(struct vmt__lock *l, vmt_thread_t *t, vmt__episode_kind_t kind,
+                              int64_t deadline_ns, bool count_enter, bool slept);
 
 /* ---- Contention monitoring (contention.c) --------------------------------------------- *
  * One word: odd = enabled. Each enable starts a new epoch; times recorded under an older

@@ -31,17 +31,18 @@ int vmt_sync_destroy(vmt_sync_t *s) {
 static int lock_until(vmt_sync_t *s, int64_t timeout_ns, bool timed) {
   struct vmt__lock *l = as_lock(s);
   if (l == NULL) return -EINVAL;
-  vmt_thread_t *t = vmt__current;
-  uintptr_t me = vmt__token(t);
+  int rc = 0;
+  vmt_thread_t *t = vmt__identity(&rc);
+  if (t == NULL) return rc;
   if (vmt__token_is_self(atomic_load_explicit(&l->owner, memory_order_relaxed), t))
     return -EDEADLK;
   if (!vmt__lock_try_acquire(l)) {
-    if (vmt__lock_claim_vanished(l, t, me)) return -EOWNERDEAD;
+    if (vmt__lock_claim_vanished(l, t)) return -EOWNERDEAD;
     if (timed && timeout_ns <= 0) return -ETIMEDOUT;   /* tryLock(0, unit) */
     int64_t deadline = timed ? vmt__deadline_after(timeout_ns) : VMT_OS_NO_DEADLINE;
-    return vmt__lock_enter_contended(l, t, me, VMT__EP_SYNC, deadline, true, false);
+    return vmt__lock_enter_contended(l, t, VMT__EP_SYNC, deadline, true, false);
   }
-  vmt__lock_took(l, t, me);
+  vmt__lock_took(l, t);
   return 0;
 }
 
@@ -54,17 +55,18 @@ int vmt_sync_timed_lock(vmt_sync_t *s, int64_t timeout_ns) {
 int vmt_sync_try_lock(vmt_sync_t *s) {
   struct vmt__lock *l = as_lock(s);
   if (l == NULL) return -EINVAL;
-  vmt_thread_t *t = vmt__current;
-  uintptr_t me = vmt__token(t);
-  if (!vmt__lock_try_acquire(l)) return vmt__lock_claim_vanished(l, t, me) ? -EOWNERDEAD : -EBUSY;
-  vmt__lock_took(l, t, me);
+  int rc = 0;
+  vmt_thread_t *t = vmt__identity(&rc);
+  if (t == NULL) return rc;
+  if (!vmt__lock_try_acquire(l)) return vmt__lock_claim_vanished(l, t) ? -EOWNERDEAD : -EBUSY;
+  vmt__lock_took(l, t);
   return 0;
 }
 
 int vmt_sync_unlock(vmt_sync_t *s) {
   struct vmt__lock *l = as_lock(s);
   if (l == NULL) return -EINVAL;
-  vmt_thread_t *t = vmt__current;
+  vmt_thread_t *t = vmt__self;
   if (!vmt__token_is_self(atomic_load_explicit(&l->owner, memory_order_relaxed), t))
     return -EPERM;
   vmt__held_pop(t, l);

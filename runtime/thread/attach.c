@@ -9,21 +9,25 @@
  * detached by the runtime's end hook (armed here, before anything is registered, so that an
  * attach that cannot arm it fails instead of leaving a dead thread listed), so the registry
  * never keeps a dead thread.
+ *
+ * Locks. The new record becomes the thread's lock identity and takes over the locks it held
+ * before (an implicit identity's, or those a previous attach kept: runtime/sync/sync.h); a last
+ * detach keeps the locks still held, since the thread may still be inside them.
  */
 #include <errno.h>
 #include <stdlib.h>
 
 #include "runtime/thread/thread_impl.h"
 
-static void detach_all(vmt_thread_t *t) {
+static void detach_all(vmt_thread_t *t, bool goes_on) {
   t->attach_count = 0;
-  vmt__thread_finish(t);
+  vmt__thread_finish(t, goes_on);
 }
 
 /* The end hook's piece (runtime/registry/registry.h): a thread that ends attached leaves. */
 static void attached_thread_end(void) {
   vmt_thread_t *t = vmt__current;
-  if (t && t->kind == VMT__KIND_ATTACHED && t->attach_count > 0) detach_all(t);
+  if (t && t->kind == VMT__KIND_ATTACHED && t->attach_count > 0) detach_all(t, false);
 }
 
 int vmt_thread_attach(const vmt_thread_options_t *options, vmt_thread_t **out) {
@@ -40,7 +44,10 @@ int vmt_thread_attach(const vmt_thread_options_t *options, vmt_thread_t **out) {
     return 0;
   }
   vmt__runtime_init();
+  /* Both pieces: a thread that ends attached is detached, and one that detached still holding
+   * locks releases them as it ends. */
   rc = vmt__thread_end_arm(VMT__END_ATTACHED, attached_thread_end);
+  if (rc == 0) rc = vmt__identity_arm_end();
   if (rc) return rc;
   vmt_thread_t *t = vmt__record_alloc();
   if (t == NULL) return -ENOMEM;
@@ -61,7 +68,11 @@ int vmt_thread_attach(const vmt_thread_options_t *options, vmt_thread_t **out) {
   if (o.name) vmt_os_set_native_name(t->os_name);
   vmt__alloc_thread_begin(t);
   t->attach_count = 1;
+  vmt_thread_t *old = vmt__self;
+  if (old != NULL) vmt__monitor_adopt(t, old);
+  vmt__self = t;
   vmt__current = t;
+  if (old != NULL) vmt__record_unref(old);   /* the old identity's thread reference */
   vmt__registry_count(t);
   *out = t;
   return 0;
@@ -71,6 +82,6 @@ int vmt_thread_detach(void) {
   vmt_thread_t *t = vmt__current;
   if (t == NULL || t->kind != VMT__KIND_ATTACHED || t->attach_count <= 0) return -EINVAL;
   if (--t->attach_count > 0) return 0;
-  detach_all(t);
+  detach_all(t, true);
   return 0;
 }

@@ -5,7 +5,9 @@
  *
  * Order, and why:
  *  0. Locks the thread still holds are released (vmt__monitor_thread_end): their waiters must
- *     not wait for a thread that is gone, nor for the next thread to reuse this record.
+ *     not wait for a thread that is gone, nor for the next thread to reuse this record. A
+ *     detach is no end: the thread may still be inside them, so it keeps them, and the record
+ *     stays their owner, silent, until the thread ends (vmt__monitor_keep; docs/monitors.md).
  *  1. CPU time of the thread, added to its category's exited total, then the port record is
  *     marked exiting. A category sum (exited total + live threads' clocks) may count the last
  *     microseconds twice for an instant, never miss them, and never goes backwards.
@@ -20,10 +22,11 @@
 
 #include "runtime/thread/thread_impl.h"
 
-void vmt__thread_finish(vmt_thread_t *t) {
+void vmt__thread_finish(vmt_thread_t *t, bool goes_on) {
   int old_cancel;
   pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old_cancel);
-  vmt__monitor_thread_end(t);
+  bool kept = goes_on && vmt__monitor_keep(t);
+  if (!kept) vmt__monitor_thread_end(t);
   int64_t cpu = vmt_os_current_thread_cpu_time(false);
   if (cpu > t->cpu_at_begin_ns && t->kind != VMT__KIND_INTERNAL)
     atomic_fetch_add_explicit(&t->category->exited_cpu_ns, cpu - t->cpu_at_begin_ns,
@@ -33,8 +36,9 @@ void vmt__thread_finish(vmt_thread_t *t) {
   vmt__registry_remove(t);
   vmt__alloc_thread_end(t);
   vmt__current = NULL;
+  if (!kept) vmt__self = NULL;
   atomic_store_explicit(&t->done, 1, memory_order_release);
-  vmt__record_unref(t);
+  if (!kept) vmt__record_unref(t);   /* else the identity's, dropped at the thread's end */
   pthread_setcancelstate(old_cancel, NULL);
 }
 

@@ -19,11 +19,12 @@
 #include "runtime/thread/thread_impl.h"
 
 /* Cancellation, pthread_exit or return: one exit path (exit.c). */
-static void on_exit_path(void *arg) { vmt__thread_finish(arg); }
+static void on_exit_path(void *arg) { vmt__thread_finish(arg, false); }
 
 static void *trampoline(void *arg) {
   vmt_thread_t *t = arg;
   vmt__current = t;
+  vmt__self = t;
   /* The parent has usually published the tid already (it needs no help from us); publish it
    * here only if we ran first, which costs a gettid. */
   if (vmt_os_thread_tid(&t->os) == 0) vmt_os_thread_bind_self(&t->os);

@@ -35,7 +35,10 @@ void vmt__alloc_thread_end(vmt_thread_t *t);
 /* Idempotent: port init, allocation-counter probe. */
 void vmt__runtime_init(void);
 /* The common exit bookkeeping of a started, internal or (last detach) attached thread, run by
- * the thread itself; drops the thread's own reference (exit.c). */
-void vmt__thread_finish(vmt_thread_t *t);
+ * the thread itself; drops the thread's own reference (exit.c). goes_on: a detach, after which
+ * the thread runs on without a record; it keeps the locks it holds (t stays their owner,
+ * silent) instead of releasing them, and t keeps the thread's reference until the thread
+ * ends. */
+void vmt__thread_finish(vmt_thread_t *t, bool goes_on);
 
 #endif /* VMT_RUNTIME_THREAD_THREAD_IMPL_H */
