@@ -10,7 +10,8 @@
  *   - a cycle through a monitor and a synchronizer is found by the combined finder only;
  *   - a chain that the first read of the graph sees as a cycle, because it changed between two
  *     edges of that read (the hook point VMT__FAULT_DEADLOCK_SCAN), is not reported: the
- *     second read drops it; and a hook there that changes nothing on a cycle hides no cycle.
+ *     second read drops it; and a hook there that changes nothing on a cycle hides no cycle;
+ *   - a cycle through a notified waiter that waits to re-enter is found.
  * The deadlocked threads can never be released (that is what a deadlock is): they are daemon
  * threads of this process, which is why this test has a binary of its own.
  * An internal-API test: it includes runtime/registry/registry.h and runtime/sync/sync.h.
@@ -449,6 +450,62 @@ static void hook_that_changes_no_cycle_hides_none(void **state) {
   assert_int_equal(vmt_monitor_destroy(b.m), 0);
 }
 
+/* A cycle through a thread that waits to re-enter after wait(), the case the Java
+ * specification names ("blocked waiting to enter a synchronization block or waiting to reenter
+ * a synchronization block after an Object.wait call"): T holds A and waits on M; X enters M,
+ * notifies T and, still owning M, blocks entering A. T needs M back from X, X needs A from T. */
+typedef struct reentry {
+  vmt_monitor_t *a, *m;
+  _Atomic int t_waiting;
+} reentry_t;
+
+static void *hold_a_wait_on_m(void *arg) {
+  reentry_t *x = arg;
+  vmt_monitor_enter(x->a);
+  vmt_monitor_enter(x->m);
+  atomic_store(&x->t_waiting, 1);
+  vmt_monitor_wait(x->m, 0);   /* returns only with M back: never */
+  return NULL;
+}
+
+static void *notify_then_want_a(void *arg) {
+  reentry_t *x = arg;
+  vmt_monitor_enter(x->m);
+  vmt_monitor_notify(x->m);
+  vmt_monitor_enter(x->a);   /* never returns */
+  return NULL;
+}
+
+static void cycle_through_a_reentering_waiter_is_found(void **state) {
+  (void)state;
+  static reentry_t x;
+  assert_int_equal(vmt_monitor_create(&x.a, "reentry-a"), 0);
+  assert_int_equal(vmt_monitor_create(&x.m, "reentry-m"), 0);
+  vmt_thread_t *t = start_daemon(hold_a_wait_on_m, &x);
+  MU_POLL_UNTIL(vmt_thread_state(t) == VMT_THREAD_WAITING && atomic_load(&x.t_waiting),
+                "T to wait on M");
+  vmt_thread_t *notifier = start_daemon(notify_then_want_a, &x);
+  MU_POLL_UNTIL(vmt_thread_state(notifier) == VMT_THREAD_BLOCKED, "X to block on A");
+  vmt_thread_t *pair[2] = {t, notifier};
+  vmt_thread_t *all[CYCLE + 2];
+  for (int i = 0; i < CYCLE; i++) all[i] = monitor_ring[i];
+  all[CYCLE] = t;
+  all[CYCLE + 1] = notifier;
+  int64_t *ids;
+  size_t n = find(false, &ids);
+  assert_ids(ids, n, all, CYCLE + 2);
+  free(ids);
+  /* The combined finder sees it too, with every cycle found so far. */
+  n = find(true, &ids);
+  assert_int_equal(n, 2 * CYCLE + 2 + 2);
+  for (int k = 0; k < 2; k++) {
+    bool found = false;
+    for (size_t i = 0; i < n; i++) found |= ids[i] == vmt_thread_id(pair[k]);
+    assert_true(found);
+  }
+  free(ids);
+}
+
 static void failure_to_allocate_is_reported(void **state) {
   (void)state;
   vmt__fault_arm(VMT__FAULT_ALLOC, 0, -1, ENOMEM);
@@ -470,6 +527,7 @@ int main(void) {
       cmocka_unit_test_teardown(answer_is_exact_while_threads_exit, teardown),
       cmocka_unit_test_teardown(mixed_cycle_needs_the_combined_finder, teardown),
       cmocka_unit_test_teardown(hook_that_changes_no_cycle_hides_none, teardown),
+      cmocka_unit_test_teardown(cycle_through_a_reentering_waiter_is_found, teardown),
       cmocka_unit_test_teardown(failure_to_allocate_is_reported, teardown),
   };
   return cmocka_run_group_tests_name("deadlock_internal", tests, mu_attach_main, mu_detach_main);

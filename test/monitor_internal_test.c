@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -355,6 +356,173 @@ static void synchronizer_wait_is_a_timed_wait_on_it(void **state) {
   assert_int_equal(vmt_sync_destroy(w.s), 0);
 }
 
+/* ---- Re-entry after wait (Java: "blocked to reenter a monitor") ------------------------- *
+ * A notified waiter must get the monitor back from the notifier, who still owns it: from the
+ * notify on it is BLOCKED on that monitor, owned by the notifier (ThreadInfo, jstack's "waiting
+ * to re-lock in wait()"), the re-entry counts as a blocked enter of the thread and a contended
+ * enter of the monitor, and the time it is held off is blocked time, not waited time. HotSpot's
+ * ObjectMonitor::INotify does this on the waiter's behalf (wait_reenter_begin). */
+
+typedef struct reenter {
+  vmt_monitor_t *m;
+  int64_t timeout_ns;       /* of the wait */
+  int rc;
+  int64_t before_wait_ns;   /* test clock, just before the wait */
+  _Atomic int entered, done;
+} reenter_t;
+
+static void *wait_once(void *arg) {
+  reenter_t *r = arg;
+  vmt_monitor_enter(r->m);
+  atomic_store(&r->entered, 1);
+  r->before_wait_ns = test_clock_ns(CLOCK_MONOTONIC);
+  r->rc = vmt_monitor_wait(r->m, r->timeout_ns);
+  vmt_monitor_exit(r->m);
+  atomic_store(&r->done, 1);
+  return NULL;
+}
+
+static void notified_waiter_is_blocked_on_the_notifier(void **state) {
+  (void)state;
+  int64_t me = vmt_thread_id(vmt_thread_current());
+  for (int timed = 0; timed <= 1; timed++) {
+    reenter_t r = {.timeout_ns = timed ? 60LL * 1000 * MU_MS : 0};
+    assert_int_equal(vmt_monitor_create(&r.m, "reenter"), 0);
+    vmt_thread_t *t = mu_start(wait_once, &r);
+    vmt_thread_state_t waiting = timed ? VMT_THREAD_TIMED_WAITING : VMT_THREAD_WAITING;
+    MU_POLL_UNTIL(vmt_thread_state(t) == waiting, "the waiter to wait");
+    assert_int_equal(vmt_monitor_enter(r.m), 0);
+    assert_on(t, waiting, r.m, me);
+    assert_int_equal(vmt_monitor_notify(r.m), 0);
+
+    /* Blocked from the notify on, while we hold the monitor: no poll needed, and none would
+     * help, since the waiter cannot run into the monitor until we leave it. */
+    assert_int_equal(vmt_thread_state(t), VMT_THREAD_BLOCKED);
+    assert_on(t, VMT_THREAD_BLOCKED, r.m, me);
+    vmt__thread_lock_info_t info = info_of(t, false);
+    assert_int_equal(info.blocked_count, 1);
+    assert_int_equal(info.waited_count, 1);
+    vmt_monitor_stats_t st;
+    assert_int_equal(vmt_monitor_get_stats(r.m, &st), 0);
+    assert_int_equal(st.contended_enters, 1);
+    assert_int_equal(st.entry_waiters, 1);
+    assert_int_equal(st.wait_waiters, 1);   /* until it has re-entered */
+
+    /* The management API says the same: ThreadInfo and the dump. */
+    vmt_thread_info_t *ti;
+    assert_int_equal(vmt_mx_get_thread_info(vmt_thread_id(t), 0, &ti), 0);
+    assert_int_equal(ti->state, VMT_THREAD_BLOCKED);
+    assert_non_null(ti->lock);
+    char name[VMT__LOCK_DESC_NAME_MAX];
+    describe(r.m, name);
+    assert_string_equal(ti->lock->name, name);
+    assert_int_equal(ti->lock_owner_id, me);
+    assert_int_equal(ti->blocked_count, 1);
+    vmt_mx_thread_info_free(ti);
+    char *dump;
+    size_t len;
+    assert_int_equal(vmt_mx_thread_dump_to_string(&dump, &len), 0);
+    char want[2 * VMT__LOCK_DESC_NAME_MAX];
+    snprintf(want, sizeof(want), "- waiting to lock <%s> (owned by \"%s\" #%lld)", name,
+             vmt_thread_name(vmt_thread_current()), (long long)me);
+    assert_non_null(strstr(dump, want));
+    free(dump);
+
+    assert_int_equal(vmt_monitor_exit(r.m), 0);
+    MU_POLL_UNTIL(atomic_load(&r.done), "the waiter to re-enter and leave");
+    assert_int_equal(r.rc, 0);
+    info = info_of(t, false);
+    assert_int_equal(info.blocked_count, 1);
+    assert_int_equal(info.waited_count, 1);
+    assert_int_equal(vmt_monitor_get_stats(r.m, &st), 0);
+    assert_int_equal(st.contended_enters, 1);
+    assert_int_equal(st.entry_waiters, 0);
+    assert_int_equal(st.wait_waiters, 0);
+    mu_join(t);
+    assert_int_equal(vmt_monitor_destroy(r.m), 0);
+  }
+}
+
+static void sleep_ms(int64_t ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * MU_MS};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
+/* The issue's figures: the thread waits ~100 ms, is notified, and is held off 300 ms. */
+static void reentry_is_blocked_time_not_waited_time(void **state) {
+  (void)state;
+  vmt__set_contention_monitoring(true);
+  reenter_t r = {.timeout_ns = 0};
+  assert_int_equal(vmt_monitor_create(&r.m, "held-off"), 0);
+  vmt_thread_t *t = mu_start(wait_once, &r);
+  MU_POLL_UNTIL(vmt_thread_state(t) == VMT_THREAD_WAITING, "the waiter to wait");
+  sleep_ms(100);
+  assert_int_equal(vmt_monitor_enter(r.m), 0);
+  assert_int_equal(vmt_monitor_notify(r.m), 0);
+  int64_t notified_ns = test_clock_ns(CLOCK_MONOTONIC);
+  sleep_ms(300);
+  int64_t held_off_ns = test_clock_ns(CLOCK_MONOTONIC) - notified_ns;
+  assert_int_equal(vmt_monitor_exit(r.m), 0);
+  MU_POLL_UNTIL(atomic_load(&r.done), "the waiter to re-enter and leave");
+  vmt__thread_lock_info_t info = info_of(t, false);
+  assert_int_equal(info.waited_count, 1);
+  assert_int_equal(info.blocked_count, 1);
+  /* Lower bounds less 5% for the elapsed counter's calibration against CLOCK_MONOTONIC; the
+   * waited time is at most the time from before the wait to the notify, so none of the 300 ms
+   * (that bound holds however long the machine made either sleep). */
+  assert_true(info.blocked_ns >= held_off_ns * 95 / 100);
+  assert_true(info.waited_ns >= 95 * MU_MS);
+  assert_true(info.waited_ns <= (notified_ns - r.before_wait_ns) * 105 / 100);
+  vmt_monitor_stats_t st;
+  assert_int_equal(vmt_monitor_get_stats(r.m, &st), 0);
+  assert_int_equal(st.contended_enters, 1);
+  assert_true(st.blocked_time_ns >= held_off_ns * 95 / 100);
+  mu_join(t);
+  assert_int_equal(vmt_monitor_destroy(r.m), 0);
+}
+
+/* A wait that timed out re-enters by itself: blocked only if the monitor is owned then. */
+static void timed_out_waiter_blocks_only_on_an_owned_monitor(void **state) {
+  (void)state;
+  reenter_t r = {.timeout_ns = 20 * MU_MS};
+  assert_int_equal(vmt_monitor_create(&r.m, "timed-out"), 0);
+  vmt_thread_t *t = mu_start(wait_once, &r);   /* nobody else takes the monitor */
+  MU_POLL_UNTIL(atomic_load(&r.done), "the wait to time out");
+  assert_int_equal(r.rc, -ETIMEDOUT);
+  assert_int_equal(info_of(t, false).blocked_count, 0);
+  mu_join(t);
+  assert_int_equal(vmt_monitor_destroy(r.m), 0);
+
+  /* Now the monitor is ours when the wait times out. We get it once the wait has released it;
+   * the waiter is still inside wait() (it counts in wait_waiters until it has re-entered,
+   * which it cannot while we own the monitor) unless it was fast enough to time out, re-enter
+   * and leave first: then we try again. */
+  for (int64_t give_up = test_clock_ns(CLOCK_MONOTONIC) + MU_POLL_DEADLINE_NS;;) {
+    memset(&r, 0, sizeof(r));
+    r.timeout_ns = 20 * MU_MS;
+    assert_int_equal(vmt_monitor_create(&r.m, "timed-out-held"), 0);
+    t = mu_start(wait_once, &r);
+    MU_POLL_UNTIL(atomic_load(&r.entered), "the waiter to enter");
+    assert_int_equal(vmt_monitor_enter(r.m), 0);
+    vmt_monitor_stats_t st;
+    assert_int_equal(vmt_monitor_get_stats(r.m, &st), 0);
+    if (st.wait_waiters == 1) break;
+    assert_int_equal(vmt_monitor_exit(r.m), 0);
+    mu_join(t);
+    assert_int_equal(vmt_monitor_destroy(r.m), 0);
+    if (test_clock_ns(CLOCK_MONOTONIC) > give_up) fail_msg("the waiter never waited for us");
+  }
+  MU_POLL_UNTIL(vmt_thread_state(t) == VMT_THREAD_BLOCKED, "the timed-out waiter to block");
+  assert_on(t, VMT_THREAD_BLOCKED, r.m, vmt_thread_id(vmt_thread_current()));
+  assert_int_equal(info_of(t, false).blocked_count, 1);
+  assert_int_equal(vmt_monitor_exit(r.m), 0);
+  MU_POLL_UNTIL(atomic_load(&r.done), "the waiter to leave");
+  assert_int_equal(r.rc, -ETIMEDOUT);
+  mu_join(t);
+  assert_int_equal(vmt_monitor_destroy(r.m), 0);
+}
+
 /* ---- Locked monitors and synchronizers -------------------------------------------------- */
 
 static void held_locks_listed_innermost_first_with_depth(void **state) {
@@ -572,6 +740,9 @@ int main(void) {
       cmocka_unit_test_teardown(times_are_off_then_restart_from_zero, reset_after),
       cmocka_unit_test_teardown(blocked_time_is_kept_per_thread_and_per_monitor, reset_after),
       cmocka_unit_test_teardown(synchronizer_wait_is_a_timed_wait_on_it, reset_after),
+      cmocka_unit_test_teardown(notified_waiter_is_blocked_on_the_notifier, reset_after),
+      cmocka_unit_test_teardown(reentry_is_blocked_time_not_waited_time, reset_after),
+      cmocka_unit_test_teardown(timed_out_waiter_blocks_only_on_an_owned_monitor, reset_after),
       cmocka_unit_test_teardown(held_locks_listed_innermost_first_with_depth, reset_after),
       cmocka_unit_test_teardown(ownership_survives_an_attach_in_between, reset_after),
       cmocka_unit_test_teardown(lock_info_is_consistent_while_the_owner_churns, reset_after),

@@ -38,8 +38,9 @@ struct vmt__lock;   /* what monitors and synchronizers share (runtime/sync/sync_
  *
  * seq is a sequence lock over everything a reader copies: the held list, blocked_on /
  * waiting_on / parked_on, the times and the state changes the sync package makes. Only the
- * owning thread writes (seq odd while it does); readers copy and retry when seq moved, so the
- * writer never waits for a reader. */
+ * owning thread writes (seq odd while it does), or a notifier for the waiter it picks, which
+ * sleeps meanwhile (sync/monitor_wait.c); readers copy and retry when seq moved, so the writer
+ * never waits for a reader. */
 struct vmt__thread_sync {
   _Atomic(struct vmt_monitor *) blocked_on;   /* contended enter in progress (BLOCKED) */
   _Atomic(struct vmt_monitor *) waiting_on;   /* in vmt_monitor_wait */

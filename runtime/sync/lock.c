@@ -254,12 +254,12 @@ int vmt__lock_acquire_contended(struct vmt__lock *l, int64_t deadline_ns, bool s
 }
 
 int vmt__lock_enter_contended(struct vmt__lock *l, vmt_thread_t *t, vmt__episode_kind_t kind,
-                              int64_t deadline_ns, bool count_enter, bool slept) {
+                              int64_t deadline_ns, bool count_enter) {
   atomic_fetch_add_explicit(&l->contended_enters, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&l->entry_waiters, 1, memory_order_relaxed);
   vmt__episode_t ep;
   vmt__episode_begin(t, &ep, kind, l, deadline_ns != VMT_OS_NO_DEADLINE);
-  int rc = vmt__lock_acquire_contended(l, deadline_ns, slept);
+  int rc = vmt__lock_acquire_contended(l, deadline_ns, false);
   if (rc == 0) {
     atomic_store_explicit(&l->owner, vmt__token(t), memory_order_relaxed);
     if (count_enter) vmt__lock_count_enter(l);

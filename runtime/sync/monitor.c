@@ -39,7 +39,7 @@ static int enter_recursive(struct vmt__lock *l) {
 
 static __attribute__((noinline)) int enter_slow(struct vmt__lock *l, vmt_thread_t *t) {
   if (vmt__lock_claim_vanished(l, t)) return -EOWNERDEAD;
-  return vmt__lock_enter_contended(l, t, VMT__EP_ENTER, VMT_OS_NO_DEADLINE, true, false);
+  return vmt__lock_enter_contended(l, t, VMT__EP_ENTER, VMT_OS_NO_DEADLINE, true);
 }
 
 /* The calling thread's first lock, when it is neither started nor attached. */

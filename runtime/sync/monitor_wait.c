@@ -3,19 +3,25 @@
  *
  * The wait set is a FIFO of nodes on the waiters' stacks, linked and unlinked only by the
  * monitor's owner: wait links its node before releasing the monitor, notify unlinks under
- * ownership, and a waiter that timed out unlinks its own node only after it has re-entered.
- * So the wait set needs no lock of its own, and a node is never touched after its waiter
- * returns (the waiter returns only once it owns the monitor again, and everyone else touches
- * nodes only while owning it). Each node carries its own futex word, so notify picks exactly
- * one thread. It does not wake it: the notifier still owns the monitor, and a waiter woken now
- * would only find it held and sleep again on the lock word (measured: 7 of 8 re-entries were
- * contended, a round trip through wait/notify took 2.4x a pthread condition variable's).
- * Instead notify requeues the waiter onto the lock word (FUTEX_CMP_REQUEUE) and marks the word
- * contended, so the notifier's exit wakes it when the monitor is free: "wait morphing", as
- * HotSpot moves a notified waiter from the wait set to the entry list.
+ * ownership, and a waiter that left by itself unlinks its own node only after it has
+ * re-entered. So the wait set needs no lock of its own, and a node is never touched after its
+ * waiter returns (the waiter returns only once it owns the monitor again, and everyone else
+ * touches nodes only while owning it). Each node carries its own futex word, so notify picks
+ * exactly one thread. It does not wake it: the notifier still owns the monitor, and a waiter
+ * woken now would only find it held and sleep again on the lock word (measured: 7 of 8
+ * re-entries were contended, a round trip through wait/notify took 2.4x a pthread condition
+ * variable's). Instead notify requeues the waiter onto the lock word (FUTEX_CMP_REQUEUE) and
+ * marks the word contended, so the notifier's exit wakes it when the monitor is free: "wait
+ * morphing", as HotSpot moves a notified waiter from the wait set to the entry list.
  *
- * States (Java): WAITING or TIMED_WAITING with waiting_on set while waiting; BLOCKED while
- * re-entering, if the monitor is owned at that moment (Java counts that as a blocked enter too).
+ * States (Java). WAITING or TIMED_WAITING with waiting_on set while waiting. A notified waiter
+ * must get the monitor back from its notifier: it is BLOCKED on it from the notify on, which
+ * counts as a blocked enter of the thread and a contended enter of the monitor, and its time
+ * from there is blocked time. The waiter is asleep then, so the notifier writes that change
+ * for it (vmt__episode_reenter), as HotSpot's INotify does; the node's state word makes the
+ * notifier and the waiter agree on who ends the wait (sync_impl.h): a waiter that stops by
+ * itself first (its timeout; later an interrupt) claims its node, is never picked by a notify,
+ * and re-enters like any enter: BLOCKED and counted only if the monitor is owned then.
  */
 #include <errno.h>
 
@@ -45,6 +51,26 @@ static void unlink_node(struct vmt__lock *l, vmt__wait_node_t *node) {
   }
 }
 
+/* Sleeps until a notifier has finished with the node (NOTIFIED) or the waiter left it by
+ * itself (LEFT). The one place a waiter gives up waiting: a timeout today, an interrupt later;
+ * either goes through the CAS, so a notify in flight always wins or always loses whole. */
+static uint32_t await_end(vmt__wait_node_t *node, int64_t deadline) {
+  for (;;) {
+    uint32_t s = atomic_load_explicit(&node->state, memory_order_acquire);
+    if (s == VMT__WAIT_NOTIFIED || s == VMT__WAIT_LEFT) return s;
+    if (s == VMT__WAIT_NOTIFYING) {
+      /* A notifier is writing our state (a few stores); it stores NOTIFIED, then requeues. */
+      vmt__wait_turn(&node->state, VMT__WAIT_NOTIFYING, VMT_OS_NO_DEADLINE);
+      continue;
+    }
+    if (vmt__wait_turn(&node->state, VMT__WAIT_WAITING, deadline) == 0) continue;
+    uint32_t expected = VMT__WAIT_WAITING;
+    if (atomic_compare_exchange_strong_explicit(&node->state, &expected, VMT__WAIT_LEFT,
+                                                memory_order_acquire, memory_order_acquire))
+      return VMT__WAIT_LEFT;
+  }
+}
+
 int vmt_monitor_wait(vmt_monitor_t *m, int64_t timeout_ns) {
   vmt_thread_t *t = vmt__self;
   int err = 0;
@@ -52,7 +78,7 @@ int vmt_monitor_wait(vmt_monitor_t *m, int64_t timeout_ns) {
   if (l == NULL) return err;
   int64_t deadline = vmt__deadline_after(timeout_ns);
 
-  vmt__wait_node_t node = {.next = NULL, .notified = 0};
+  vmt__wait_node_t node = {.next = NULL, .state = VMT__WAIT_WAITING, .thread = t};
   if (l->wait_tail) l->wait_tail->next = &node;
   else l->wait_head = &node;
   l->wait_tail = &node;
@@ -63,35 +89,56 @@ int vmt_monitor_wait(vmt_monitor_t *m, int64_t timeout_ns) {
 
   /* Publish WAITING before the monitor is released: a reader never sees the thread RUNNABLE
    * and holding nothing in between. */
-  vmt__episode_t ep;
-  vmt__episode_begin(t, &ep, VMT__EP_WAIT, l, deadline != VMT_OS_NO_DEADLINE);
+  vmt__episode_begin(t, &node.ep, VMT__EP_WAIT, l, deadline != VMT_OS_NO_DEADLINE);
   vmt__held_pop(t, l);
   vmt__lock_release(l);
 
-  while (!atomic_load_explicit(&node.notified, memory_order_acquire) &&
-         vmt__wait_turn(&node.notified, 0, deadline) == 0) {
-  }
-  vmt__episode_end(t, &ep, l, NULL);
-
-  /* Re-enter to the same depth. A notified waiter may have been requeued onto the lock word and
-   * slept there: it acquires like a woken sleeper. */
-  bool slept = atomic_load_explicit(&node.notified, memory_order_acquire) != 0;
-  bool took = slept ? atomic_exchange_explicit(&l->state, VMT__LOCK_CONTENDED,
-                                               memory_order_acquire) == VMT__LOCK_FREE
-                    : vmt__lock_try_acquire(l);
-  if (took) {
+  bool notified = await_end(&node, deadline) == VMT__WAIT_NOTIFIED;
+  if (notified) {
+    /* BLOCKED on l since the notify (node.ep is the re-entry now), maybe requeued onto the
+     * lock word: acquire like a woken sleeper. */
+    vmt__lock_acquire_contended(l, VMT_OS_NO_DEADLINE, true);
     atomic_store_explicit(&l->owner, vmt__token(t), memory_order_relaxed);
-    vmt__held_push(t, l);
+    vmt__episode_end(t, &node.ep, l, l);
+    atomic_fetch_sub_explicit(&l->entry_waiters, 1, memory_order_release);
   } else {
-    vmt__lock_enter_contended(l, t, VMT__EP_ENTER, VMT_OS_NO_DEADLINE, false, slept);
+    /* Left by itself: the wait ends here; the re-entry is an enter like any other. */
+    vmt__episode_end(t, &node.ep, l, NULL);
+    if (vmt__lock_try_acquire(l)) {
+      atomic_store_explicit(&l->owner, vmt__token(t), memory_order_relaxed);
+      vmt__held_push(t, l);
+    } else {
+      vmt__lock_enter_contended(l, t, VMT__EP_ENTER, VMT_OS_NO_DEADLINE, false);
+    }
+    unlink_node(l, &node);   /* unless a notify skipped it out of the set already */
   }
   l->recursions = recursions;
   atomic_fetch_sub_explicit(&l->wait_waiters, 1, memory_order_release);
-  /* A notify that raced with the timeout wins: the waiter consumed it (Java allows either, but
-   * must not lose the notification, which another waiter would otherwise have received). */
-  if (atomic_load_explicit(&node.notified, memory_order_acquire)) return 0;
-  unlink_node(l, &node);
-  return -ETIMEDOUT;
+  return notified ? 0 : -ETIMEDOUT;
+}
+
+/* Picks the first waiter that has not left by itself; false if none. */
+static bool notify_one(struct vmt__lock *l) {
+  vmt__wait_node_t *node;
+  while ((node = l->wait_head) != NULL) {
+    l->wait_head = node->next;
+    if (l->wait_head == NULL) l->wait_tail = NULL;
+    uint32_t expected = VMT__WAIT_WAITING;
+    if (!atomic_compare_exchange_strong_explicit(&node->state, &expected, VMT__WAIT_NOTIFYING,
+                                                 memory_order_acquire, memory_order_relaxed))
+      continue;   /* it timed out: it re-enters on its own and owes us nothing */
+    /* The waiter sleeps, or will see NOTIFYING and wait for us: its record is ours to write. */
+    atomic_fetch_add_explicit(&l->contended_enters, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&l->entry_waiters, 1, memory_order_relaxed);
+    vmt__episode_reenter(node->thread, &node->ep, l);
+    /* We own the monitor, so only we can take the word to FREE: saying CONTENDED makes our
+     * exit wake a sleeper on it, the requeued waiter among them. */
+    atomic_store_explicit(&l->state, VMT__LOCK_CONTENDED, memory_order_relaxed);
+    atomic_store_explicit(&node->state, VMT__WAIT_NOTIFIED, memory_order_release);
+    vmt_os_futex_requeue(&node->state, VMT__WAIT_NOTIFIED, &l->state, 1);
+    return true;
+  }
+  return false;
 }
 
 static int notify(vmt_monitor_t *m, bool all) {
@@ -99,16 +146,7 @@ static int notify(vmt_monitor_t *m, bool all) {
   int err = 0;
   struct vmt__lock *l = owned_lock(m, t, &err);
   if (l == NULL) return err;
-  while (l->wait_head != NULL) {
-    vmt__wait_node_t *node = l->wait_head;
-    l->wait_head = node->next;
-    if (l->wait_head == NULL) l->wait_tail = NULL;
-    atomic_store_explicit(&node->notified, 1, memory_order_release);
-    /* We own the monitor, so only we can take the word to FREE: saying CONTENDED makes our
-     * exit wake a sleeper on it, the requeued waiter among them. */
-    atomic_store_explicit(&l->state, VMT__LOCK_CONTENDED, memory_order_relaxed);
-    vmt_os_futex_requeue(&node->notified, 1, &l->state, 1);
-    if (!all) break;
+  while (notify_one(l) && all) {
   }
   return 0;
 }

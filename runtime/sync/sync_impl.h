@@ -18,8 +18,10 @@
  *   LIFO in practice (Java monitors are block structured), so popping is O(1); an out-of-order
  *   release walks the list.
  * - Readers on other threads (management, deadlock detection) copy a thread's lock state under
- *   the thread's sequence lock (t->sync.seq; the owner writes, readers retry). The owner never
- *   waits for a reader. On x86-64 the writer's side is three plain stores and no fence.
+ *   the thread's sequence lock (t->sync.seq; readers retry). The owner never waits for a
+ *   reader. On x86-64 the writer's side is three plain stores and no fence. The writer is the
+ *   thread itself, with one exception that never overlaps it: a notifier owning the monitor
+ *   writes the state of the waiter it picks, which sleeps meanwhile (monitor_wait.c).
  * - Type-stable memory: lock slots come from chunks that are never returned to malloc. A reader
  *   that races with a destroy reads a recycled slot, never freed memory; every field a reader
  *   touches is atomic, and its sequence lock tells it to retry. A late FUTEX_WAKE on a recycled
@@ -55,12 +57,8 @@
 #define VMT__LOCK_LOCKED 1u
 #define VMT__LOCK_CONTENDED 2u
 
-/* A thread in vmt_monitor_wait: lives on the waiter's stack; linked and unlinked only by the
- * monitor's owner, so the wait set needs no lock of its own. */
-typedef struct vmt__wait_node {
-  struct vmt__wait_node *next;
-  _Atomic uint32_t notified;   /* futex word: 1 once notify picked this node */
-} vmt__wait_node_t;
+/* A thread in vmt_monitor_wait (monitor_wait.c; defined below the episodes). */
+typedef struct vmt__wait_node vmt__wait_node_t;
 
 struct vmt__lock {
   /* Hot: the uncontended path touches only this cache line. */
@@ -269,13 +267,36 @@ void vmt__episode_begin(vmt_thread_t *t, vmt__episode_t *ep, vmt__episode_kind_t
  * not NULL, pushes it on t's held list in the same write. */
 void vmt__episode_end(vmt_thread_t *t, vmt__episode_t *ep, struct vmt__lock *l,
                       struct vmt__lock *push);
+/* A notified waiter's wait on l ends and its re-entry begins, in one write: BLOCKED on l, a
+ * blocked enter, the waited time so far kept, the blocked time starting now. Runs on the
+ * notifier's thread, which owns l, while the waiter sleeps and writes nothing (HotSpot's
+ * ObjectMonitor::INotify does the same on the waiter's behalf: wait_reenter_begin). */
+void vmt__episode_reenter(vmt_thread_t *t, vmt__episode_t *ep, struct vmt__lock *l);
 
 /* The contended acquisition, whole: counts it, publishes the episode (kind VMT__EP_ENTER for a
  * monitor, VMT__EP_SYNC for a synchronizer), acquires before the deadline, takes ownership as
  * t and pushes l on t's held list. count_enter is false for the re-entry after a wait, which is
- * no new enter; slept as for vmt__lock_acquire_contended. 0 or -ETIMEDOUT. */
+ * no new enter. 0 or -ETIMEDOUT. */
 int vmt__lock_enter_contended(struct vmt__lock *l, vmt_thread_t *t, vmt__episode_kind_t kind,
-                              int64_t deadline_ns, bool count_enter, bool slept);
+                              int64_t deadline_ns, bool count_enter);
+
+/* A thread in vmt_monitor_wait: lives on the waiter's stack; linked into the wait set and
+ * unlinked only by the monitor's owner, so the wait set needs no lock of its own. `state` is
+ * the futex word the waiter sleeps on and decides who ends the wait: a notifier (WAITING ->
+ * NOTIFYING -> NOTIFIED, writing the waiter's state in between) or the waiter itself (WAITING
+ * -> LEFT: a timeout, or any other reason to stop waiting), never both. */
+enum {
+  VMT__WAIT_WAITING = 0,
+  VMT__WAIT_NOTIFYING,   /* a notifier claimed it and is writing the waiter's state */
+  VMT__WAIT_NOTIFIED,    /* the waiter is BLOCKED re-entering, maybe requeued on the lock word */
+  VMT__WAIT_LEFT,        /* the waiter stopped waiting on its own; it re-enters by itself */
+};
+struct vmt__wait_node {
+  struct vmt__wait_node *next;
+  _Atomic uint32_t state;   /* VMT__WAIT_* */
+  vmt_thread_t *thread;     /* the waiter's lock identity */
+  vmt__episode_t ep;        /* its wait, then (once notified) its re-entry */
+};
 
 /* ---- Contention monitoring (contention.c) --------------------------------------------- *
  * One word: odd = enabled. Each enable starts a new epoch; times recorded under an older

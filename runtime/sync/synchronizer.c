@@ -40,7 +40,7 @@ static int lock_until(vmt_sync_t *s, int64_t timeout_ns, bool timed) {
     if (vmt__lock_claim_vanished(l, t)) return -EOWNERDEAD;
     if (timed && timeout_ns <= 0) return -ETIMEDOUT;   /* tryLock(0, unit) */
     int64_t deadline = timed ? vmt__deadline_after(timeout_ns) : VMT_OS_NO_DEADLINE;
-    return vmt__lock_enter_contended(l, t, VMT__EP_SYNC, deadline, true, false);
+    return vmt__lock_enter_contended(l, t, VMT__EP_SYNC, deadline, true);
   }
   vmt__lock_took(l, t);
   return 0;
