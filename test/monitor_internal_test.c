@@ -523,6 +523,74 @@ static void timed_out_waiter_blocks_only_on_an_owned_monitor(void **state) {
   assert_int_equal(vmt_monitor_destroy(r.m), 0);
 }
 
+/* ---- Times include the episode in progress ---------------------------------------------- *
+ * HotSpot: a thread blocked for 3 s reports about 3 s of blocked time while still blocked. */
+
+typedef struct in_progress {
+  vmt_monitor_t *m;
+} in_progress_t;
+
+static void *block_wait_park(void *arg) {
+  in_progress_t *p = arg;
+  vmt_monitor_enter(p->m);
+  vmt_monitor_wait(p->m, 0);
+  vmt_monitor_exit(p->m);
+  vmt_park(0);
+  return NULL;
+}
+
+static void times_include_the_episode_in_progress(void **state) {
+  (void)state;
+  vmt__set_contention_monitoring(true);
+  in_progress_t p = {0};
+  assert_int_equal(vmt_monitor_create(&p.m, "in-progress"), 0);
+  assert_int_equal(vmt_monitor_enter(p.m), 0);
+  vmt_thread_t *t = mu_start(block_wait_park, &p);
+  MU_POLL_UNTIL(vmt_thread_state(t) == VMT_THREAD_BLOCKED, "BLOCKED");
+  int64_t t0 = test_clock_ns(CLOCK_MONOTONIC);
+  sleep_ms(150);
+  vmt__thread_lock_info_t info = info_of(t, false);
+  int64_t lower = (test_clock_ns(CLOCK_MONOTONIC) - t0) * 95 / 100;
+  assert_int_equal(info.state, VMT_THREAD_BLOCKED);
+  assert_true(info.blocked_ns >= lower);
+  assert_int_equal(info.waited_ns, 0);
+  assert_int_equal(info.blocked_count, 1);
+  vmt_thread_info_t *ti;
+  assert_int_equal(vmt_mx_get_thread_info(vmt_thread_id(t), 0, &ti), 0);
+  assert_true(ti->blocked_time_ns >= lower);
+  vmt_mx_thread_info_free(ti);
+  /* Re-enabling starts a new epoch: the episode began under the old one and adds nothing. */
+  vmt__set_contention_monitoring(false);
+  assert_int_equal(info_of(t, false).blocked_ns, -1);
+  vmt__set_contention_monitoring(true);
+  assert_int_equal(info_of(t, false).blocked_ns, 0);
+  assert_int_equal(vmt_monitor_exit(p.m), 0);
+
+  MU_POLL_UNTIL(vmt_thread_state(t) == VMT_THREAD_WAITING, "WAITING in wait()");
+  t0 = test_clock_ns(CLOCK_MONOTONIC);
+  sleep_ms(150);
+  info = info_of(t, false);
+  lower = (test_clock_ns(CLOCK_MONOTONIC) - t0) * 95 / 100;
+  assert_int_equal(info.state, VMT_THREAD_WAITING);
+  assert_true(info.waited_ns >= lower);
+  /* Monotonic: a later read never gives less. */
+  int64_t before = info.waited_ns;
+  assert_true(info_of(t, false).waited_ns >= before);
+  assert_int_equal(vmt_monitor_enter(p.m), 0);
+  assert_int_equal(vmt_monitor_notify(p.m), 0);
+  assert_int_equal(vmt_monitor_exit(p.m), 0);
+
+  MU_POLL_UNTIL(vmt_thread_state(t) == VMT_THREAD_WAITING, "WAITING in park()");
+  info = info_of(t, false);
+  int64_t waited_before_park = info.waited_ns;
+  sleep_ms(100);
+  info = info_of(t, false);
+  assert_true(info.waited_ns >= waited_before_park + 95 * MU_MS);
+  assert_int_equal(vmt_unpark(t), 0);
+  mu_join(t);
+  assert_int_equal(vmt_monitor_destroy(p.m), 0);
+}
+
 /* ---- Locked monitors and synchronizers -------------------------------------------------- */
 
 static void held_locks_listed_innermost_first_with_depth(void **state) {
@@ -743,6 +811,7 @@ int main(void) {
       cmocka_unit_test_teardown(notified_waiter_is_blocked_on_the_notifier, reset_after),
       cmocka_unit_test_teardown(reentry_is_blocked_time_not_waited_time, reset_after),
       cmocka_unit_test_teardown(timed_out_waiter_blocks_only_on_an_owned_monitor, reset_after),
+      cmocka_unit_test_teardown(times_include_the_episode_in_progress, reset_after),
       cmocka_unit_test_teardown(held_locks_listed_innermost_first_with_depth, reset_after),
       cmocka_unit_test_teardown(ownership_survives_an_attach_in_between, reset_after),
       cmocka_unit_test_teardown(lock_info_is_consistent_while_the_owner_churns, reset_after),

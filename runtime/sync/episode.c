@@ -8,6 +8,8 @@
  * times a thread blocked to enter or re-enter a monitor; the waited count the number of times
  * it waited for notification (Object.wait, LockSupport.park, Thread.sleep, which HotSpot counts
  * alike). A notified waiter's re-entry is blocked time from the notify on (episode_reenter).
+ * The episode in progress is published (sync.ep_*) so that readers add its time so far, as
+ * HotSpot's ThreadStatistics do: a thread blocked for 3 s reports about 3 s while still blocked.
  * An episode that straddles a change of the contention-monitoring setting adds no time: its
  * start belongs to another epoch (HotSpot instead keeps a partial interval; either is within
  * the specification, which only promises times since monitoring was enabled).
@@ -38,6 +40,13 @@ static bool stop_timer(const vmt__episode_t *ep, int64_t *d) {
  * record nothing but the time a monitor's blocked_ns needs. */
 static inline bool records(const vmt_thread_t *t) { return t != NULL && !t->sync.silent; }
 
+/* Inside t's write section: the published start of ep (or none). */
+static void publish(vmt_thread_t *t, const vmt__episode_t *ep) {
+  atomic_store_explicit(&t->sync.ep_epoch, ep ? ep->epoch : 0, VMT__SEQ_W);
+  atomic_store_explicit(&t->sync.ep_start_ns, ep ? ep->start_ns : 0, VMT__SEQ_W);
+  atomic_store_explicit(&t->sync.ep_blocked, ep && ep->kind == VMT__EP_ENTER, VMT__SEQ_W);
+}
+
 /* Inside t's write section: what begin() publishes for kind. */
 static void enter_state(vmt_thread_t *t, const vmt__episode_t *ep, struct vmt__lock *l,
                         bool timed) {
@@ -64,6 +73,7 @@ static void enter_state(vmt_thread_t *t, const vmt__episode_t *ep, struct vmt__l
       state = VMT_THREAD_TIMED_WAITING;
       break;
   }
+  publish(t, ep);
   atomic_store_explicit(&t->state, state, VMT__SEQ_W);
 }
 
@@ -92,6 +102,7 @@ static void leave_state(vmt_thread_t *t, const vmt__episode_t *ep, bool keep_tim
     _Atomic int64_t *acc = ep->kind == VMT__EP_ENTER ? &t->sync.blocked_ns : &t->sync.waited_ns;
     atomic_store_explicit(acc, atomic_load_explicit(acc, memory_order_relaxed) + d, VMT__SEQ_W);
   }
+  publish(t, NULL);
 }
 
 void vmt__episode_begin(vmt_thread_t *t, vmt__episode_t *ep, vmt__episode_kind_t kind,

@@ -8,6 +8,9 @@
  * the thread really was in: every lock in it was held (or waited for) by the thread for the
  * whole copy, so none of them can have been destroyed meanwhile, and the lock slots are
  * type-stable memory anyway. The thread is never stopped nor made to wait.
+ *
+ * Times include the episode in progress (the time so far of a thread still blocked or waiting),
+ * as HotSpot's do, when it began under the current contention-monitoring epoch.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,12 +18,23 @@
 
 #include "runtime/sync/sync_impl.h"
 
-static int64_t times_or_disabled(const vmt_thread_t *t, _Atomic int64_t *value,
-                                 uint64_t epoch) {
-  if (epoch == 0) return -1;
-  if (atomic_load_explicit(&((vmt_thread_t *)t)->sync.times_epoch, VMT__SEQ_R) != epoch)
-    return 0;
-  return atomic_load_explicit(value, VMT__SEQ_R);
+/* Inside a read section: accumulated blocked and waited time, the running episode's included;
+ * -1 while contention monitoring is off. */
+static void read_times(vmt_thread_t *t, uint64_t epoch, int64_t *blocked, int64_t *waited) {
+  if (epoch == 0) {
+    *blocked = *waited = -1;
+    return;
+  }
+  bool current = atomic_load_explicit(&t->sync.times_epoch, VMT__SEQ_R) == epoch;
+  *blocked = current ? atomic_load_explicit(&t->sync.blocked_ns, VMT__SEQ_R) : 0;
+  *waited = current ? atomic_load_explicit(&t->sync.waited_ns, VMT__SEQ_R) : 0;
+  if (atomic_load_explicit(&t->sync.ep_epoch, VMT__SEQ_R) != epoch) return;
+  int64_t so_far = vmt_os_elapsed_nanos() - atomic_load_explicit(&t->sync.ep_start_ns, VMT__SEQ_R);
+  if (so_far < 0) so_far = 0;
+  if (atomic_load_explicit(&t->sync.ep_blocked, VMT__SEQ_R))
+    *blocked += so_far;
+  else
+    *waited += so_far;
 }
 
 int vmt__thread_lock_info(struct vmt_thread *t, bool want_held, vmt__thread_lock_info_t *out) {
@@ -48,9 +62,7 @@ int vmt__thread_lock_info(struct vmt_thread *t, bool want_held, vmt__thread_lock
     }
     copy.blocked_count = atomic_load_explicit(&t->sync.blocked_count, VMT__SEQ_R);
     copy.waited_count = atomic_load_explicit(&t->sync.waited_count, VMT__SEQ_R);
-    uint64_t epoch = vmt__contention_current_epoch();
-    copy.blocked_ns = times_or_disabled(t, &t->sync.blocked_ns, epoch);
-    copy.waited_ns = times_or_disabled(t, &t->sync.waited_ns, epoch);
+    read_times(t, vmt__contention_current_epoch(), &copy.blocked_ns, &copy.waited_ns);
     size_t n = 0;
     bool torn = false;
     if (want_held) {
