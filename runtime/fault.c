@@ -33,7 +33,12 @@ int vmt__fault_check_slow(vmt__fault_site_t site) {
   if ((unsigned)site >= VMT__FAULT_SITE_COUNT) return 0;
   int result = 0;
   pthread_mutex_lock(&fault_lock);
-  if (plans[site].hook) plans[site].hook(plans[site].hook_arg);
+  void (*hook)(void *) = plans[site].hook;
+  void *hook_arg = plans[site].hook_arg;
+  pthread_mutex_unlock(&fault_lock);
+  /* Outside the lock: a hook may make other threads run through seams while it waits. */
+  if (hook) hook(hook_arg);
+  pthread_mutex_lock(&fault_lock);
   if (plans[site].armed) {
     if (plans[site].skip > 0) {
       plans[site].skip--;

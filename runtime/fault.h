@@ -26,6 +26,10 @@ typedef enum vmt__fault_site {
   /* sync/deadlock.c, after each thread's edge in the first read of the graph: a hook there makes
    * that read see a cycle that never existed at one instant (test/deadlock_internal_test.c). */
   VMT__FAULT_DEADLOCK_SCAN = VMT__FAULT_FALLIBLE_COUNT,
+  /* lock_info.c, after the copy of a thread's lock state and before the owner of the lock it
+   * waits for is named: a hook there can end that owner and give its record to a new thread
+   * (test/monitor_internal_test.c). */
+  VMT__FAULT_LOCK_OWNER,
   VMT__FAULT_SITE_COUNT,
 } vmt__fault_site_t;
 
@@ -49,7 +53,8 @@ void vmt__fault_disarm_all(void);
 int vmt__fault_injected(vmt__fault_site_t site);
 /* Runs fn(arg) at every call of site, before its plan is consulted (a race a test cannot time,
  * such as a thread starting to exit during a clock read, made to happen at that point). fn
- * runs under the seams' lock: it must not reach a seam itself. NULL fn removes the hook;
+ * runs outside the seams' lock, so it (and threads it waits for) may go through seams; a hook
+ * removed while a call of it is under way is not waited for. NULL fn removes the hook;
  * vmt__fault_disarm_all removes it too. */
 void vmt__fault_set_hook(vmt__fault_site_t site, void (*fn)(void *arg), void *arg);
 

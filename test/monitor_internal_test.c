@@ -25,6 +25,7 @@
 
 #include <cmocka.h>
 
+#include "runtime/registry/registry_impl.h"
 #include "runtime/sync/sync.h"
 #include "test/monitor_util.h"
 
@@ -759,6 +760,81 @@ static void lock_info_is_consistent_while_the_owner_churns(void **state) {
   assert_true(atomic_load(&c.rounds) >= 100);
 }
 
+/* ---- The lock owner a reader names ------------------------------------------------------ *
+ * lock info names the owner of the lock a thread waits for. Between the copy and the naming,
+ * the hook lets that owner leave and end, reclaims its record and starts a new thread, which
+ * gets the record back from the pool (LIFO) unless the reader's snapshot still protects it.
+ * The new thread never owned the lock: it must not be named. */
+
+typedef struct recycled {
+  vmt_monitor_t *m;
+  vmt_thread_t *owner, *newcomer;
+  _Atomic int owner_go, newcomer_go;
+  bool acted, reused;
+} recycled_t;
+
+static void *own_until_told(void *arg) {
+  recycled_t *r = arg;
+  vmt_monitor_enter(r->m);
+  while (!atomic_load(&r->owner_go)) mu_pause_1ms();
+  vmt_monitor_exit(r->m);
+  return NULL;
+}
+
+static void *enter_once_and_leave(void *arg) {
+  recycled_t *r = arg;
+  vmt_monitor_enter(r->m);
+  vmt_monitor_exit(r->m);
+  return NULL;
+}
+
+static void *idle_until_told(void *arg) {
+  recycled_t *r = arg;
+  while (!atomic_load(&r->newcomer_go)) mu_pause_1ms();
+  return NULL;
+}
+
+/* Must not fail an assertion: it runs inside vmt__thread_lock_info. */
+static void end_owner_and_reuse_its_record(void *arg) {
+  recycled_t *r = arg;
+  if (r->acted) return;
+  r->acted = true;
+  vmt_thread_t *old = r->owner;
+  atomic_store(&r->owner_go, 1);
+  vmt_thread_join(old, NULL);
+  vmt_thread_release(old);
+  vmt__registry_reclaim();
+  if (vmt_thread_start(&r->newcomer, idle_until_told, r) == 0) r->reused = r->newcomer == old;
+}
+
+static void lock_info_never_names_a_recycled_owner(void **state) {
+  (void)state;
+  recycled_t r = {0};
+  assert_int_equal(vmt_monitor_create(&r.m, "recycled"), 0);
+  vmt__registry_reclaim();   /* earlier threads' records: the owner's will be the last freed */
+  r.owner = mu_start(own_until_told, &r);
+  vmt_monitor_stats_t st;
+  MU_POLL_UNTIL(vmt_monitor_get_stats(r.m, &st) == 0 && st.owner_id == vmt_thread_id(r.owner),
+                "the owner to own it");
+  vmt_thread_t *w = mu_start(enter_once_and_leave, &r);
+  MU_POLL_UNTIL(vmt_thread_state(w) == VMT_THREAD_BLOCKED, "the waiter to block");
+  vmt__fault_set_hook(VMT__FAULT_LOCK_OWNER, end_owner_and_reuse_its_record, &r);
+  vmt__thread_lock_info_t info = info_of(w, false);
+  vmt__fault_set_hook(VMT__FAULT_LOCK_OWNER, NULL, NULL);
+  assert_true(r.acted);
+  assert_non_null(r.newcomer);
+  assert_int_equal(info.state, VMT_THREAD_BLOCKED);
+  assert_true(info.has_lock);
+  /* The copy was taken while the first owner held the lock: it may be named, or nobody (it
+   * has gone); never the newcomer, whose record was the owner's if the pool gave it back. */
+  if (!r.reused) print_message("note: the newcomer got another record\n");
+  assert_true(info.lock_owner_id != vmt_thread_id(r.newcomer));
+  atomic_store(&r.newcomer_go, 1);
+  mu_join(r.newcomer);
+  mu_join(w);
+  assert_int_equal(vmt_monitor_destroy(r.m), 0);
+}
+
 /* ---- Failure paths ---------------------------------------------------------------------- */
 
 static void lock_info_reports_enomem_and_leaks_nothing(void **state) {
@@ -776,6 +852,63 @@ static void lock_info_reports_enomem_and_leaks_nothing(void **state) {
   vmt__fault_disarm_all();
   assert_int_equal(vmt_monitor_exit(m), 0);
   assert_int_equal(vmt_monitor_destroy(m), 0);
+}
+
+/* vmt_monitor_get_stats names the owner through a registry snapshot; a thread whose hazard
+ * block cannot be allocated gets -ENOMEM, not an owner of 0 ("free") it never read. Every
+ * block is taken first, by threads that hold theirs, so the next thread must allocate one. */
+typedef struct hogs {
+  _Atomic int ready;
+  vmt_monitor_t *m;
+  int rc;
+  int64_t owner_id;
+} hogs_t;
+
+static void *take_a_hazard_block(void *arg) {
+  hogs_t *h = arg;
+  int64_t *ids = NULL;
+  size_t n = 0;
+  if (vmt_mx_get_all_thread_ids(&ids, &n) == 0) vmt_mx_ids_free(ids);
+  atomic_fetch_add(&h->ready, 1);
+  vmt_park(0);
+  return NULL;
+}
+
+static void *stats_from_a_new_thread(void *arg) {
+  hogs_t *h = arg;
+  vmt_monitor_stats_t st = {.owner_id = 12345};
+  h->rc = vmt_monitor_get_stats(h->m, &st);
+  h->owner_id = st.owner_id;
+  return NULL;
+}
+
+static void get_stats_reports_enomem(void **state) {
+  (void)state;
+  hogs_t h = {0};
+  assert_int_equal(vmt_monitor_create(&h.m, "stats"), 0);
+  assert_int_equal(vmt_monitor_enter(h.m), 0);
+  size_t n = vmt__hazard_block_count() + 65;   /* more than the 64 static blocks */
+  vmt_thread_t **t = calloc(n, sizeof(*t));
+  assert_non_null(t);
+  for (size_t i = 0; i < n; i++) t[i] = mu_start(take_a_hazard_block, &h);
+  MU_POLL_UNTIL((size_t)atomic_load(&h.ready) == n, "every thread to hold a hazard block");
+  vmt__fault_arm(VMT__FAULT_ALLOC, 0, -1, ENOMEM);
+  pthread_t p;
+  assert_int_equal(pthread_create(&p, NULL, stats_from_a_new_thread, &h), 0);
+  assert_int_equal(pthread_join(p, NULL), 0);
+  bool injected = vmt__fault_injected(VMT__FAULT_ALLOC) > 0;
+  vmt__fault_disarm_all();
+  assert_true(injected);
+  assert_int_equal(h.rc, -ENOMEM);
+  assert_int_equal(pthread_create(&p, NULL, stats_from_a_new_thread, &h), 0);
+  assert_int_equal(pthread_join(p, NULL), 0);
+  assert_int_equal(h.rc, 0);
+  assert_int_equal(h.owner_id, vmt_thread_id(vmt_thread_current()));
+  for (size_t i = 0; i < n; i++) assert_int_equal(vmt_unpark(t[i]), 0);
+  for (size_t i = 0; i < n; i++) mu_join(t[i]);
+  free(t);
+  assert_int_equal(vmt_monitor_exit(h.m), 0);
+  assert_int_equal(vmt_monitor_destroy(h.m), 0);
 }
 
 static void create_reports_enomem_when_the_pool_must_grow(void **state) {
@@ -815,7 +948,9 @@ int main(void) {
       cmocka_unit_test_teardown(held_locks_listed_innermost_first_with_depth, reset_after),
       cmocka_unit_test_teardown(ownership_survives_an_attach_in_between, reset_after),
       cmocka_unit_test_teardown(lock_info_is_consistent_while_the_owner_churns, reset_after),
+      cmocka_unit_test_teardown(lock_info_never_names_a_recycled_owner, reset_after),
       cmocka_unit_test_teardown(lock_info_reports_enomem_and_leaks_nothing, reset_after),
+      cmocka_unit_test_teardown(get_stats_reports_enomem, reset_after),
       cmocka_unit_test_teardown(create_reports_enomem_when_the_pool_must_grow, reset_after),
   };
   return cmocka_run_group_tests_name("monitor_internal", tests, mu_attach_main, detach_main);

@@ -69,7 +69,8 @@ static hazard_block_t *block_get(void) {
   if (i < STATIC_BLOCKS) {
     b = &static_blocks[i];
   } else {
-    b = aligned_alloc(_Alignof(hazard_block_t), sizeof(*b));
+    b = vmt__fault_hit(VMT__FAULT_ALLOC) ? NULL
+                                         : aligned_alloc(_Alignof(hazard_block_t), sizeof(*b));
     if (b == NULL) return NULL;
     memset(b, 0, sizeof(*b));
   }

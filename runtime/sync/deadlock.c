@@ -50,16 +50,16 @@ static void read_edge(vmt_thread_t *t, bool include_syncs, uint32_t *seq,
 /* True if t's sequence is still seq and lock is on its held list. */
 static bool still_holds(vmt_thread_t *t, uint32_t seq, struct vmt__lock *lock) {
   if (atomic_load_explicit(&t->sync.seq, memory_order_acquire) != seq) return false;
-  bool found = false;
   unsigned steps = 0;
-  for (struct vmt__lock *h = atomic_load_explicit(&t->sync.held_head, VMT__SEQ_R);
-       h != NULL && steps < VMT__HELD_WALK_LIMIT;
-       h = atomic_load_explicit(&h->held_next, VMT__SEQ_R), steps++)
-    if (h == lock) {
-      found = true;
-      break;
-    }
-  return found && atomic_load_explicit(&t->sync.seq, VMT__SEQ_R) == seq;
+  for (struct vmt__lock *h = atomic_load_explicit(&t->sync.held_head, VMT__SEQ_R); h != NULL;
+       h = atomic_load_explicit(&h->held_next, VMT__SEQ_R)) {
+    if (h == lock) return atomic_load_explicit(&t->sync.seq, VMT__SEQ_R) == seq;
+    /* A torn walk may run in a cycle: the sequence has moved then, and a check ends it. */
+    if (++steps % VMT__HELD_WALK_CHECK == 0 &&
+        atomic_load_explicit(&t->sync.seq, VMT__SEQ_R) != seq)
+      return false;
+  }
+  return false;
 }
 
 /* Owner tokens are record addresses: a sorted (address, index) table maps them in O(log n). */

@@ -9,6 +9,12 @@
  * whole copy, so none of them can have been destroyed meanwhile, and the lock slots are
  * type-stable memory anyway. The thread is never stopped nor made to wait.
  *
+ * The owner of the lock waited for is read inside the copy as a token (a record address) and
+ * named through a registry snapshot acquired *before* the copy: a record that snapshot holds
+ * cannot be recycled while it is protected, so the id found is the owner's at the time of the
+ * read. With a snapshot taken after, the owner could have exited and its record been reused by
+ * a thread that never owned the lock, which would then be named.
+ *
  * Times include the episode in progress (the time so far of a thread still blocked or waiting),
  * as HotSpot's do, when it began under the current contention-monitoring epoch.
  */
@@ -40,6 +46,8 @@ static void read_times(vmt_thread_t *t, uint64_t epoch, int64_t *blocked, int64_
 int vmt__thread_lock_info(struct vmt_thread *t, bool want_held, vmt__thread_lock_info_t *out) {
   if (t == NULL || out == NULL) return -EINVAL;
   memset(out, 0, sizeof(*out));
+  const vmt__snapshot_t *snap = vmt__registry_acquire();
+  if (snap == NULL) return -ENOMEM;
   vmt__lock_desc_t *held = NULL;
   size_t cap = 0;
   uintptr_t owner_token = 0;
@@ -69,7 +77,9 @@ int vmt__thread_lock_info(struct vmt_thread *t, bool want_held, vmt__thread_lock
       for (struct vmt__lock *h = atomic_load_explicit(&t->sync.held_head, VMT__SEQ_R);
            h != NULL; h = atomic_load_explicit(&h->held_next, VMT__SEQ_R)) {
         if (n < cap) vmt__lock_fill_desc(h, &held[n]);
-        if (++n >= VMT__HELD_WALK_LIMIT) {
+        /* A torn walk may run in a cycle: the sequence has moved then, and a check ends it. */
+        if (++n % VMT__HELD_WALK_CHECK == 0 &&
+            atomic_load_explicit(&t->sync.seq, VMT__SEQ_R) != s1) {
           torn = true;
           break;
         }
@@ -83,6 +93,7 @@ int vmt__thread_lock_info(struct vmt_thread *t, bool want_held, vmt__thread_lock
                                      : realloc(held, (n + 4) * sizeof(*held));
       if (bigger == NULL) {
         free(held);
+        vmt__registry_release(snap);
         return -ENOMEM;
       }
       held = bigger;
@@ -100,13 +111,10 @@ int vmt__thread_lock_info(struct vmt_thread *t, bool want_held, vmt__thread_lock
     held = NULL;
   }
   copy.held = held;
-  copy.lock_owner_id = -1;
-  if (owner_token != 0) {
-    const vmt__snapshot_t *snap = vmt__registry_acquire();
-    int64_t id = vmt__token_owner_id(snap, owner_token);
-    if (snap != NULL) vmt__registry_release(snap);
-    if (id > 0) copy.lock_owner_id = id;
-  }
+  (void)vmt__fault_hit(VMT__FAULT_LOCK_OWNER);   /* a test may end the owner here */
+  int64_t id = vmt__token_owner_id(snap, owner_token);
+  vmt__registry_release(snap);
+  copy.lock_owner_id = id > 0 ? id : -1;
   *out = copy;
   return 0;
 }

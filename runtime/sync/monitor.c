@@ -117,9 +117,13 @@ int vmt_monitor_get_stats(const vmt_monitor_t *m, vmt_monitor_stats_t *out) {
     bool current = atomic_load_explicit(&l->times_epoch, memory_order_acquire) == epoch;
     out->blocked_time_ns = current ? atomic_load_explicit(&l->blocked_ns, memory_order_relaxed) : 0;
   }
+  /* The owner is read after the snapshot is taken, which keeps its record from being recycled
+   * meanwhile (vmt__token_owner_id). Without a snapshot there is no owner to name: an error,
+   * not a "free" the call never saw. */
   const vmt__snapshot_t *snap = vmt__registry_acquire();
+  if (snap == NULL) return -ENOMEM;
   out->owner_id = vmt__token_owner_id(snap, atomic_load_explicit(&l->owner, memory_order_relaxed));
-  if (snap != NULL) vmt__registry_release(snap);
+  vmt__registry_release(snap);
   return 0;
 }
 

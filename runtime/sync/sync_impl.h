@@ -173,9 +173,10 @@ static inline uint32_t vmt__seq_read_begin(_Atomic uint32_t *seq, unsigned *atte
     if ((s & 1) == 0) return s;
   }
 }
-/* A reader walking a held list longer than this followed a recycled slot's link (a torn
- * read), not a real list: what it read is no state the thread was in. */
-#define VMT__HELD_WALK_LIMIT (1u << 20)
+/* A reader walking a held list re-checks the sequence every this many links: a recycled
+ * slot's link (a torn read) can make a cycle, and the check ends such a walk; a real list is
+ * walked to its end however long it is. */
+#define VMT__HELD_WALK_CHECK 4096u
 
 /* ---- Held list ------------------------------------------------------------------------ */
 /* Links l in at the head; inside the caller's write section. */
@@ -314,7 +315,9 @@ int64_t vmt__deadline_after(int64_t timeout_ns);
  * deadline, and returns 0 for the caller to re-check its condition. */
 int vmt__wait_turn(_Atomic uint32_t *word, uint32_t expected, int64_t deadline_ns);
 
-/* Maps an owner token to a thread id using snap (0 when it is no listed runtime thread). */
+/* Maps an owner token to a thread id using snap (0 when it is no listed runtime thread). The
+ * token must have been read after snap was acquired: a record the snapshot holds is not
+ * recycled while it is protected, so the id is the owner's at the time of the read. */
 int64_t vmt__token_owner_id(const vmt__snapshot_t *snap, uintptr_t token);
 
 #endif /* VMT_RUNTIME_SYNC_SYNC_IMPL_H */
