@@ -2,13 +2,18 @@
  * vmthread/monitor.h: monitors (Java `synchronized`), ownable synchronizers, sleep and park.
  *
  * Every blocking call records what a thread dump and ThreadMXBean report: the thread's state
- * (BLOCKED on a contended enter; WAITING / TIMED_WAITING in wait, park, sleep and synchronizer
- * waits), what it is blocked on and who owns it, counts always, and times while contention
- * monitoring is enabled (vmt_mx_set_thread_contention_monitoring_enabled). The uncontended
- * enter/exit records nothing but ownership and depth.
+ * (BLOCKED on a contended enter, and from the notify on while a notified waiter re-enters;
+ * WAITING / TIMED_WAITING in wait, park, sleep and synchronizer waits), what it is blocked on
+ * and who owns it, counts always, and times (the episode in progress included) while
+ * contention monitoring is enabled (vmt_mx_set_thread_contention_monitoring_enabled). The
+ * uncontended enter/exit records nothing but ownership and depth.
  *
- * Monitors and synchronizers may be used by any thread; a thread that is not a runtime thread
- * nor attached gets no statistics (there is no record to keep them in).
+ * Monitors and synchronizers may be used by any thread. A lock belongs to the thread that
+ * entered it for that thread's whole life, across attach and detach; a detach releases nothing,
+ * and a thread's end releases what it still holds (as HotSpot does for monitors entered through
+ * JNI), so no later thread inherits it. A thread that is not a runtime thread nor attached gets
+ * no statistics, and its first lock needs a small record of its own (-ENOMEM, or -EAGAIN if the
+ * C library has no per-thread exit hook left: docs/monitors.md, "Limits").
  *
  * Every call below that takes a monitor or synchronizer answers -EINVAL for NULL or for a
  * handle that is not a live object of that kind (destroyed, or the other kind), before any
@@ -43,10 +48,10 @@ VMT_EXPORT int vmt_monitor_create(vmt_monitor_t **out, const char *name);
 VMT_EXPORT int vmt_monitor_destroy(vmt_monitor_t *m);
 
 /* Reentrant enter. -EINVAL on NULL, -EAGAIN past 2^32-1 nested enters, -EOWNERDEAD (entered;
- * fork child only, above). */
+ * fork child only, above); the first lock of a thread neither started nor attached: -ENOMEM,
+ * -EAGAIN (above). */
 VMT_EXPORT int vmt_monitor_enter(vmt_monitor_t *m);
-/* 0 if entered (recursively too), -EBUSY if another thread owns it, -EAGAIN and -EOWNERDEAD
- * as for enter. */
+/* 0 if entered (recursively too), -EBUSY if another thread owns it, the errors of enter. */
 VMT_EXPORT int vmt_monitor_try_enter(vmt_monitor_t *m);
 /* -EPERM if the caller does not own m (Java: IllegalMonitorStateException). */
 VMT_EXPORT int vmt_monitor_exit(vmt_monitor_t *m);
@@ -66,10 +71,13 @@ VMT_EXPORT int vmt_monitor_notify_all(vmt_monitor_t *m); /* -EPERM if not owner 
 VMT_EXPORT int vmt_monitor_describe(const vmt_monitor_t *m, char *buf, size_t len);
 
 /* Per-monitor statistics (what OMR's lock monitor offers; HotSpot has none). Times in ns,
- * -1 while contention monitoring is disabled. */
+ * -1 while contention monitoring is disabled; blocked_time_ns counts finished blocks. A
+ * notified waiter re-entering counts in contended_enters and entry_waiters (and in
+ * wait_waiters until it has re-entered). -EINVAL, -ENOMEM (no registry snapshot to name the
+ * owner with). */
 typedef struct vmt_monitor_stats {
   uint64_t enters;            /* successful enters, recursive ones included */
-  uint64_t contended_enters;  /* enters that had to block */
+  uint64_t contended_enters;  /* enters that had to block, re-entries after notify included */
   uint64_t waits;             /* wait() calls */
   int64_t blocked_time_ns;    /* total time threads spent blocked entering it */
   int64_t owner_id;           /* current owner's thread id, 0 if none or not a runtime thread */
@@ -82,6 +90,8 @@ VMT_EXPORT int vmt_monitor_get_stats(const vmt_monitor_t *m, vmt_monitor_stats_t
  * try_lock and timed_lock may also answer -EOWNERDEAD (locked; fork child only, above). */
 VMT_EXPORT int vmt_sync_create(vmt_sync_t **out, const char *name);
 VMT_EXPORT int vmt_sync_destroy(vmt_sync_t *s);            /* -EBUSY while owned or waited for */
+/* Like enter, the first lock of a thread neither started nor attached may fail: -ENOMEM,
+ * -EAGAIN (above). */
 VMT_EXPORT int vmt_sync_lock(vmt_sync_t *s);               /* -EDEADLK if the caller owns it */
 VMT_EXPORT int vmt_sync_try_lock(vmt_sync_t *s);           /* -EBUSY if owned */
 /* -ETIMEDOUT; timeout_ns <= 0 only tries (tryLock(0, unit)), but reports -ETIMEDOUT. */

@@ -117,13 +117,17 @@ VMT_EXPORT vmt_thread_t *vmt_thread_current(void);
  * id, a name, a category and counts as started and live while attached. Idempotent: attaching
  * an attached thread returns its record and counts one more attach (options are then
  * ignored); each needs a matching detach. The kernel name changes only if options give a name
- * (else vmt_thread_os_name() is ""). A thread that ends while attached is detached.
- * Errors: -EINVAL (NULL out, bad options, or the caller is a runtime-started thread), -ENOMEM.
+ * (else vmt_thread_os_name() is ""). A thread that ends while attached is detached. Locks the
+ * thread already holds stay its own (now listed in its ThreadInfo under its new id).
+ * Errors: -EINVAL (NULL out, bad options, or the caller is a runtime-started thread), -ENOMEM,
+ * -EAGAIN (no per-thread exit hook left in the C library: docs/monitors.md, "Limits").
  */
 VMT_EXPORT int vmt_thread_attach(const vmt_thread_options_t *options, vmt_thread_t **out);
 
 /* Undoes one attach of the calling thread; the last one makes it TERMINATED and leaves the
- * registry. -EINVAL if the calling thread is not attached (including runtime-started threads). */
+ * registry. It releases no lock: the thread may still be inside them, and keeps them until it
+ * exits them or ends. -EINVAL if the calling thread is not attached (including runtime-started
+ * threads). */
 VMT_EXPORT int vmt_thread_detach(void);
 
 /* Accessors: valid while the caller holds a reference. NULL t gives -1 / NULL / false. */
