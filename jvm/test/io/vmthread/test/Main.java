@@ -28,6 +28,7 @@ public final class Main {
     }
     run("JmxTest", JmxTest::run);
     run("ApiTest", ApiTest::run);
+    run("BlockedTimeTest", BlockedTimeTest::run);
     if (serve != null) {
       Path dir = serve;
       String file = guest;
