@@ -13,7 +13,10 @@
  * pthread_getcpuclockid called on each read (what the JDK does), the pid-0 ids (-2, -3),
  * getrusage(RUSAGE_THREAD), vmthread's current-thread total / fast user / consistent user
  * time, and another thread's time: a bare clock_gettime on its clock id next to vmthread's
- * validated read (total, fast user, consistent user).
+ * validated read (total, fast user, consistent user). And the calling thread's consistent user
+ * time right after another thread read it (vmt_user_consistent_after_other): that reader may
+ * have left the thread's floor above what getrusage says, and the floor is then checked
+ * against the pid-0 SCHED clock (os_linux/user_time.c); the other read is not timed.
  *
  * Uses the public API, plus the port contract (runtime/os.h) for the /proc reader it keeps
  * as the "before".
@@ -42,6 +45,7 @@ typedef struct ctx {
   pid_t other_tid;
   clockid_t other_clock;
   vmt_thread_t *other;
+  vmt_thread_t *reader;
 } ctx_t;
 
 static ctx_t g;
@@ -104,6 +108,36 @@ SAMPLER(vmt_other_user_fast, vmt_thread_cpu_time(g.other, VMT_CPU_USER_FAST))
 SAMPLER(vmt_other_user, vmt_thread_cpu_time(g.other, VMT_CPU_USER))
 SAMPLER(proc_stat_other, proc_user(g.other_tid))
 
+/* The reader that reads the measuring thread between two samples of
+ * vmt_user_consistent_after_other: parked until asked, then vmt_thread_cpu_time(self, USER). */
+static vmt_thread_t *self_record;
+static _Atomic int read_request;   /* 1: read me; 0: done; -1: leave */
+
+static void *reader_main(void *arg) {
+  (void)arg;
+  for (;;) {
+    int req;
+    while ((req = atomic_load(&read_request)) == 0) vmt_park(0);
+    if (req < 0) return NULL;
+    VMTB_SINK(vmt_thread_cpu_time(self_record, VMT_CPU_USER));
+    atomic_store(&read_request, 0);
+    vmt_unpark(self_record);
+  }
+}
+
+static void sample_vmt_user_consistent_after_other(double *out, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    atomic_store(&read_request, 1);
+    vmt_unpark(g.reader);
+    while (atomic_load(&read_request) != 0) vmt_park(0);
+    int64_t t0 = vmtb_now_ns();
+    int64_t v = vmt_current_thread_cpu_time(VMT_CPU_USER);
+    int64_t t1 = vmtb_now_ns();
+    VMTB_SINK(v);
+    out[i] = (double)(t1 - t0);
+  }
+}
+
 typedef struct variant {
   const char *name;
   void (*sample)(double *, size_t);
@@ -120,6 +154,8 @@ static variant_t variants[] = {
     V(vmt_user_fast, false),      V(vmt_user_consistent, false), V(sched_other_clock, false),
     V(vmt_other_cpu, false),      V(virt_other_clock, false),   V(vmt_other_user_fast, false),
     V(vmt_other_user, false),     V(proc_stat_other, true),
+    /* Slow too: each sample waits for the reader's hand-off (futex wake-ups, untimed). */
+    V(vmt_user_consistent_after_other, true),
 };
 #define NVARIANTS (sizeof(variants) / sizeof(variants[0]))
 
@@ -149,6 +185,7 @@ static const struct {
 } ratios[] = {
     {"proc_stat", "vmt_user_fast", "done when >= 20x at p50, >= 10x at p99.9", true},
     {"vmt_user_consistent", "vmt_user_fast", "done when <= 1.6x", false},
+    {"vmt_user_consistent_after_other", "vmt_user_consistent", "", false},
     {"virt_pid0", "virt_pthread_clock", "done when <= 1.0x", false},
     {"sched_pid0", "sched_pthread_clock", "", false},
     {"vmt_other_cpu", "sched_other_clock", "done when <= 1.2x", false},
@@ -168,6 +205,8 @@ int main(int argc, char **argv) {
   if (vmt_thread_start(&g.other, other_main, NULL) != 0) return 1;
   g.other_tid = vmt_thread_tid(g.other);
   g.other_clock = (clockid_t)((~(uint32_t)g.other_tid << 3) | 6u);
+  self_record = self;
+  if (vmt_thread_start(&g.reader, reader_main, NULL) != 0) return 1;
 
   if (!opts.json) vmtb_describe_machine(stdout);
   vmtb_note(&opts, "cpu_time: %zu samples per variant (%zu for /proc), interleaved blocks of "
@@ -212,6 +251,10 @@ int main(int argc, char **argv) {
               n->p50 / d->p50, p999, ratios[i].wanted);
   }
 
+  atomic_store(&read_request, -1);
+  vmt_unpark(g.reader);
+  vmt_thread_join(g.reader, NULL);
+  vmt_thread_release(g.reader);
   atomic_store(&other_stop, 1);
   vmt_thread_join(g.other, NULL);
   vmt_thread_release(g.other);

@@ -29,7 +29,8 @@ typedef struct vmt_os_thread {
   /* Set (seq_cst) by the thread itself on its way out, before the kernel can reuse its tid.
    * A CPU-time read that sees it clear *after* the clock read read the right thread. */
   _Atomic int32_t exiting;
-  /* Consistent user time: the largest value handed out, so answers never go backwards. */
+  /* Consistent user time: the largest value handed out to any reader (the thread itself or
+   * another), so answers never go backwards; only ever a value <= a total read before it. */
   _Atomic int64_t user_time_floor_ns;
 } vmt_os_thread_t;
 
@@ -77,16 +78,19 @@ clockid_t vmt_os_current_cpu_clockid(bool user_only);
  * thread has not started, has exited or is exiting. user_only is the raw VIRT clock. */
 int64_t vmt_os_thread_cpu_time(const vmt_os_thread_t *ot, bool user_only, bool *success);
 /* Consistent user time of another thread: SCHED total scaled by the VIRT/PROF tick ratio,
- * clamped to be monotonic per thread (ot->user_time_floor_ns) and never above the total. */
+ * raised to the thread's floor (ot->user_time_floor_ns, shared with the thread's own reads):
+ * one non-decreasing sequence over all readers, never above a total read after it. */
 int64_t vmt_os_thread_user_time_consistent(vmt_os_thread_t *ot, bool *success);
-/* The same, and the SCHED total it was scaled from in *total_ns (-1 on failure), for a caller
- * that wants both (ThreadInfo): three clock reads instead of four. */
+/* The same, and in *total_ns (-1 on failure) the SCHED total it was scaled from (or a later
+ * one, read when the floor was above it), never below the answer: for a caller that wants
+ * both (ThreadInfo), three clock reads instead of four. */
 int64_t vmt_os_thread_user_and_total_time(vmt_os_thread_t *ot, int64_t *total_ns,
                                           bool *success);
 /* The calling thread: total (SCHED pid-0) or raw user (VIRT pid-0). */
 int64_t vmt_os_current_thread_cpu_time(bool user_only);
 /* Consistent user time of the calling thread (getrusage(RUSAGE_THREAD)); ot may be NULL
- * for a thread without a record, else its floor is honoured and raised. */
+ * for a thread without a record, else the answer is raised to its floor and raises it (a
+ * floor above getrusage's total is checked against the pid-0 SCHED clock first). */
 int64_t vmt_os_current_thread_user_time_consistent(vmt_os_thread_t *ot);
 
 /* ---- /proc (the "before" of the benchmarks, and the fallback) ------------------------- */

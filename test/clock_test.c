@@ -3,10 +3,13 @@
  * each kind on a live thread, a thread reading itself, an attached foreign thread until it
  * detaches, -1 for NULL and bad kinds, and -1 after termination while the caller burns CPU (so
  * answering with the caller's clock would show). Time sources: monotonic, and the
- * elapsed counter names its source. Public headers only.
+ * elapsed counter names its source. The consistent user time stays monotonic across every
+ * reader, the thread itself and others taking turns, 10^6 reads. Public headers only.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
 #include <setjmp.h>
 #include <stdatomic.h>
 #include <stdarg.h>
@@ -149,6 +152,164 @@ static void current_thread_without_a_record(void **state) {
   assert_true(vmt_current_thread_cpu_time(VMT_CPU_USER_FAST) >= 0);
 }
 
+/*
+ * The consistent user time is one sequence per thread, whoever reads it: the thread itself
+ * (calling-thread paths) and other threads (by record, by id, through ThreadInfo) take turns,
+ * and every answer is >= the one before it, <= a total read after it by the same reader, and
+ * >= 0. The turns are strict (a token passed with release/acquire), so each read starts after
+ * the previous one returned and the order is well defined. Before the fix, the thread's own
+ * read after another thread's read came back lower (getrusage's microsecond-truncated total
+ * capped it below the floor the other reader had set from the nanosecond clock).
+ */
+#define RELAY_READS 1000000
+#if defined(__SANITIZE_THREAD__)
+/* ThreadSanitizer makes each atomic access many times slower: with the target spinning 4096
+ * times before it yields, 10^6 turns took 2.5 minutes in one TSan run here and did not finish
+ * in another. The long spin only keeps the target's system time small (see relay_wait), which the
+ * default build needs to show the old bug; under TSan, which looks for races, it yields sooner. */
+#define RELAY_TARGET_SPINS 256u
+#else
+#define RELAY_TARGET_SPINS 4096u
+#endif
+#define RELAY_READERS 2
+#define RELAY_REPORTED 5
+
+typedef struct relay {
+  vmt_thread_t *target;
+  int64_t target_id;
+  _Atomic uint64_t turn;   /* the read in progress: even ones are the target's own */
+  /* Written only by the holder of the turn. */
+  int64_t last;
+  int64_t violations;
+  int64_t worst_drop;
+  char first[RELAY_REPORTED][160];
+} relay_t;
+
+static relay_t relay;
+
+static int relay_owner(uint64_t turn) {
+  return turn % 2 == 0 ? 0 : 1 + (int)((turn / 2) % RELAY_READERS);
+}
+
+/* Spins until it is me's turn; false once all are done. The readers yield (three threads, two
+ * cores here) soon; the target spins in user mode for longer, so that its system time stays
+ * small: the old code went wrong when the thread had few or no system ticks (its user time
+ * then is nearly all of its total, and a truncated total fell below another reader's precise
+ * answer). */
+static bool relay_wait(int me, uint64_t *turn) {
+  for (unsigned spins = 0;; spins++) {
+    uint64_t t = atomic_load_explicit(&relay.turn, memory_order_acquire);
+    if (t >= RELAY_READS) return false;
+    if (relay_owner(t) == me) {
+      *turn = t;
+      return true;
+    }
+    if (spins > (me == 0 ? RELAY_TARGET_SPINS : 32u)) sched_yield();
+  }
+}
+
+static void relay_check(uint64_t turn, const char *how, int64_t user, int64_t total) {
+  const char *what = user < 0 ? "negative" : user < relay.last ? "below the previous answer"
+                     : user > total ? "above the total read after it" : NULL;
+  if (what) {
+    if (relay.violations < RELAY_REPORTED)
+      snprintf(relay.first[relay.violations], sizeof(relay.first[0]),
+               "read %llu (%s): %lld ns, %s (previous %lld, total %lld)",
+               (unsigned long long)turn, how, (long long)user, what, (long long)relay.last,
+               (long long)total);
+    relay.violations++;
+    if (relay.last - user > relay.worst_drop) relay.worst_drop = relay.last - user;
+  }
+  if (user > relay.last) relay.last = user;
+}
+
+/* The target reads itself on even turns (three calling-thread paths in turn) and spins, using
+ * CPU, while others read it. */
+static void *relay_target(void *arg) {
+  (void)arg;
+  vmt_thread_t *self = vmt_thread_current();
+  uint64_t turn;
+  while (relay_wait(0, &turn)) {
+    int64_t user = -1;
+    const char *how;
+    switch (turn / 2 % 3) {
+      case 0:
+        how = "self, vmt_current_thread_cpu_time";
+        user = vmt_current_thread_cpu_time(VMT_CPU_USER);
+        break;
+      case 1:
+        how = "self, vmt_thread_cpu_time";
+        user = vmt_thread_cpu_time(self, VMT_CPU_USER);
+        break;
+      default:
+        how = "self, vmt_mx_get_current_thread_user_time";
+        if (vmt_mx_get_current_thread_user_time(&user) != 0) user = -1;
+        break;
+    }
+    relay_check(turn, how, user, vmt_current_thread_cpu_time(VMT_CPU_TOTAL));
+    atomic_store_explicit(&relay.turn, turn + 1, memory_order_release);
+  }
+  return NULL;
+}
+
+/* Reader k reads the target on its odd turns (three other-thread paths in turn). */
+static void *relay_reader(void *arg) {
+  int me = (int)(intptr_t)arg;
+  uint64_t turn;
+  while (relay_wait(me, &turn)) {
+    int64_t user = -1;
+    const char *how;
+    vmt_thread_info_t *info = NULL;
+    int64_t total = -1;
+    switch (turn / 2 / RELAY_READERS % 3) {
+      case 0:
+        how = "other, vmt_thread_cpu_time";
+        user = vmt_thread_cpu_time(relay.target, VMT_CPU_USER);
+        break;
+      case 1:
+        how = "other, vmt_mx_get_thread_user_time";
+        if (vmt_mx_get_thread_user_time(relay.target_id, &user) != 0) user = -1;
+        break;
+      default:
+        /* Checked against its own cpu_time (user <= cpu in one ThreadInfo), which is no
+         * later than a total read after the call. */
+        how = "other, ThreadInfo";
+        if (vmt_mx_get_thread_info(relay.target_id, 0, &info) == 0 && info) {
+          user = info->user_time_ns;
+          total = info->cpu_time_ns;
+        }
+        vmt_mx_thread_info_free(info);
+        break;
+    }
+    if (total < 0) total = vmt_thread_cpu_time(relay.target, VMT_CPU_TOTAL);
+    relay_check(turn, how, user, total);
+    atomic_store_explicit(&relay.turn, turn + 1, memory_order_release);
+  }
+  return NULL;
+}
+
+static void user_time_is_one_sequence_for_all_readers(void **state) {
+  (void)state;
+  memset(&relay, 0, sizeof(relay));
+  assert_int_equal(vmt_thread_start(&relay.target, relay_target, NULL), 0);
+  relay.target_id = vmt_thread_id(relay.target);
+  vmt_thread_t *readers[RELAY_READERS];
+  for (int k = 0; k < RELAY_READERS; k++)
+    assert_int_equal(vmt_thread_start(&readers[k], relay_reader, (void *)(intptr_t)(k + 1)), 0);
+  for (int k = 0; k < RELAY_READERS; k++) {
+    assert_int_equal(vmt_thread_join(readers[k], NULL), 0);
+    assert_int_equal(vmt_thread_release(readers[k]), 0);
+  }
+  assert_int_equal(vmt_thread_join(relay.target, NULL), 0);
+  assert_int_equal(vmt_thread_release(relay.target), 0);
+  for (int64_t i = 0; i < relay.violations && i < RELAY_REPORTED; i++)
+    printf("  %s\n", relay.first[i]);
+  printf("consistent user time: %lld of %d reads broke the order (largest drop %lld ns)\n",
+         (long long)relay.violations, RELAY_READS, (long long)relay.worst_drop);
+  assert_int_equal(relay.violations, 0);
+  assert_true(relay.last > 0);
+}
+
 static void time_sources(void **state) {
   (void)state;
   int64_t a = vmt_nanotime(), e = vmt_elapsed_nanos();
@@ -167,6 +328,7 @@ int main(void) {
       cmocka_unit_test(attached_thread_is_readable_until_it_detaches),
       cmocka_unit_test(null_and_bad_kinds),
       cmocka_unit_test(current_thread_without_a_record),
+      cmocka_unit_test(user_time_is_one_sequence_for_all_readers),
       cmocka_unit_test(time_sources),
   };
   return cmocka_run_group_tests_name("clock", tests, NULL, NULL);

@@ -183,8 +183,28 @@ static void floor_is_honoured_but_never_above_total(void **state) {
   user = vmt_os_thread_user_time_consistent(&b.ot, &ok);
   int64_t total_after = vmt_os_thread_cpu_time(&b.ot, false, &ok);
   assert_true(user <= total_after);
+  /* The pair form reports a total the answer does not exceed. */
+  int64_t pair_total = -1;
+  user = vmt_os_thread_user_and_total_time(&b.ot, &pair_total, &ok);
+  assert_true(ok && user <= pair_total);
   atomic_store(&b.stop, 1);
   pthread_join(th, NULL);
+}
+
+/* The calling thread's path: a floor above getrusage's answer is handed out only when the
+ * thread's own SCHED clock covers it. */
+static void own_floor_is_honoured_but_never_above_total(void **state) {
+  (void)state;
+  vmt_os_thread_t ot;
+  memset(&ot, 0, sizeof(ot));
+  int64_t total = vmt_os_current_thread_cpu_time(false);
+  atomic_store(&ot.user_time_floor_ns, total - 1);
+  assert_true(vmt_os_current_thread_user_time_consistent(&ot) >= total - 1);
+  atomic_store(&ot.user_time_floor_ns, INT64_MAX / 2);
+  int64_t user = vmt_os_current_thread_user_time_consistent(&ot);
+  assert_true(user >= 0 && user <= vmt_os_current_thread_cpu_time(false));
+  /* Not raised by an answer it did not give. */
+  assert_int_equal(atomic_load(&ot.user_time_floor_ns), INT64_MAX / 2);
 }
 
 static void failures_give_minus_one(void **state) {
@@ -225,6 +245,7 @@ int main(void) {
                                 teardown),
       cmocka_unit_test_teardown(self_and_other_readers_share_the_floor, teardown),
       cmocka_unit_test_teardown(floor_is_honoured_but_never_above_total, teardown),
+      cmocka_unit_test_teardown(own_floor_is_honoured_but_never_above_total, teardown),
       cmocka_unit_test_teardown(failures_give_minus_one, teardown),
   };
   return cmocka_run_group_tests_name("user_time_linux_internal", tests, NULL, NULL);
