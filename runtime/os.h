@@ -77,6 +77,12 @@ clockid_t vmt_os_current_cpu_clockid(bool user_only);
 /* HotSpot's os::thread_cpu_time(thread, user_only): ns, or -1 with *success = false when the
  * thread has not started, has exited or is exiting. user_only is the raw VIRT clock. */
 int64_t vmt_os_thread_cpu_time(const vmt_os_thread_t *ot, bool user_only, bool *success);
+/* vmt_os_thread_cpu_time(ots[i], false, NULL) into out[i] for i < n (NULL: -1), in one loop
+ * whose clock reads are inline: for sweeps over many threads (os_linux/cpu_clock.c). next
+ * holds up to nnext addresses the caller reads after the call: their first 128 bytes are
+ * prefetched one per thread read, so that they arrive during the syscalls. */
+void vmt_os_threads_cpu_time(const vmt_os_thread_t *const *ots, size_t n, int64_t *out,
+                             const void *const *next, size_t nnext);
 /* Consistent user time of another thread: SCHED total scaled by the VIRT/PROF tick ratio,
  * raised to the thread's floor (ot->user_time_floor_ns, shared with the thread's own reads):
  * one non-decreasing sequence over all readers, never above a total read after it. */

@@ -258,6 +258,86 @@ static void array_forms_answer_per_element(void **state) {
   gate_destroy(&ending);
 }
 
+/* The array sweeps resolve ids against one snapshot a chunk at a time, walking forward when
+ * the ids come sorted: every element must be answered as a one-id query answers it, whatever
+ * the order, with ended threads (tombstones in the snapshot), unknown ids and duplicates
+ * among them, across chunks of the sweep (more than 64 threads), and the calling thread in
+ * several chunks. */
+#define MANY 150
+static void sweeps_answer_every_order_as_single_queries_do(void **state) {
+  (void)state;
+  require_cpu_time();
+  gate_t live, ending;
+  gate_init(&live);
+  gate_init(&ending);
+  vmt_thread_t *t[MANY];
+  for (int i = 0; i < MANY; i++) {
+    t[i] = start_named("sweep", false, gate_body, i % 7 == 3 ? &ending : &live);
+    assert_non_null(t[i]);
+  }
+  int ended = 0;
+  for (int i = 0; i < MANY; i++) ended += i % 7 == 3;
+  gate_await(&live, MANY - ended);
+  gate_await(&ending, ended);
+  vmt_thread_t *self;
+  assert_int_equal(vmt_thread_attach(NULL, &self), 0);
+  /* Ended after the last start: their records stay in the snapshot, tombstoned. */
+  gate_open(&ending);
+  for (int i = 0; i < MANY; i++)
+    if (i % 7 == 3) vmt_thread_join(t[i], NULL);
+  /* Ascending with unknown ids between (ids are never reused: id + 1000000 is unknown). */
+  enum { N = 2 * MANY + 8 };
+  int64_t ids[N];
+  size_t n = 0;
+  for (int i = 0; i < MANY; i++) {
+    ids[n++] = vmt_thread_id(t[i]);
+    if (i % 40 == 0) ids[n++] = vmt_thread_id(t[i]) + 1000000;
+  }
+  ids[n++] = vmt_thread_id(self);
+  int64_t order[3][N];
+  size_t len[3] = {n, n, 0};
+  for (size_t i = 0; i < n; i++) {
+    order[0][i] = ids[i];
+    order[1][n - 1 - i] = ids[i];   /* descending */
+  }
+  /* Shuffled, with duplicates and the calling thread in several chunks. */
+  uint64_t rng = 42;
+  for (size_t i = 0; i < n + 6; i++) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    order[2][len[2]++] = i % 50 == 0 ? vmt_thread_id(self) : ids[(rng >> 33) % n];
+  }
+  for (int o = 0; o < 3; o++) {
+    int64_t cpu[N];
+    assert_int_equal(vmt_mx_get_thread_cpu_time_array(order[o], len[o], cpu), 0);
+    for (size_t i = 0; i < len[o]; i++) {
+      int64_t one;
+      assert_int_equal(vmt_mx_get_thread_cpu_time(order[o][i], &one), 0);
+      if (one < 0) {
+        assert_int_equal(cpu[i], -1);
+      } else {
+        assert_true(cpu[i] >= 0 && cpu[i] <= one);
+      }
+    }
+    vmt_thread_info_t **infos;
+    assert_int_equal(vmt_mx_get_thread_info_array(order[o], len[o], false, false, 0, &infos), 0);
+    for (size_t i = 0; i < len[o]; i++) {
+      int64_t one;
+      assert_int_equal(vmt_mx_get_thread_cpu_time(order[o][i], &one), 0);
+      assert_true((infos[i] != NULL) == (one >= 0));
+      if (infos[i]) assert_int_equal(infos[i]->id, order[o][i]);
+    }
+    vmt_mx_thread_info_array_free(infos, len[o]);
+  }
+  assert_int_equal(vmt_thread_detach(), 0);
+  gate_open(&live);
+  for (int i = 0; i < MANY; i++) {
+    if (i % 7 != 3) vmt_thread_join(t[i], NULL);
+    vmt_thread_release(t[i]);
+  }
+  gate_destroy(&live);
+  gate_destroy(&ending);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(invalid_ids_are_rejected_first),
@@ -268,6 +348,7 @@ int main(void) {
       cmocka_unit_test(current_thread_times_grow_and_user_stays_below_total),
       cmocka_unit_test(busy_thread_times_never_decrease_and_user_never_exceeds_cpu),
       cmocka_unit_test(array_forms_answer_per_element),
+      cmocka_unit_test(sweeps_answer_every_order_as_single_queries_do),
   };
   return cmocka_run_group_tests_name("mx_cpu", tests, NULL, NULL);
 }

@@ -300,6 +300,55 @@ static void thread_that_starts_exiting_during_the_read_reads_minus_one(void **st
   }
 }
 
+/* The sweep's form (vmt_os_threads_cpu_time) answers each element as one read would: a live
+ * thread's own time, -1 for no record, a never-bound record, an exiting, an exited thread and
+ * one that starts to exit during its read (the seam's hook), while its neighbours are read. */
+static void batch_read_answers_each_thread_as_one_read_does(void **state) {
+  (void)state;
+  child_t live, exiting, gone, leaving;
+  child_start(&live, false, 30);
+  child_start(&exiting, true, 0);
+  child_start(&gone, false, 0);
+  child_start(&leaving, false, 0);
+  child_wait_ready(&live);
+  child_wait_ready(&exiting);
+  child_wait_ready(&leaving);
+  child_finish(&gone);
+  vmt_os_thread_t unbound;
+  memset(&unbound, 0, sizeof(unbound));
+  burn_cpu_ms(60);
+  const vmt_os_thread_t *ots[6] = {&live.ot, NULL, &unbound, &exiting.ot, &gone.ot, &live.ot};
+  int64_t out[6];
+  vmt_os_threads_cpu_time(ots, 6, out, (const void *const *)ots, 1);
+  bool ok = false;
+  int64_t one = vmt_os_thread_cpu_time(&live.ot, false, &ok);
+  assert_true(ok);
+  /* The live child's 30 ms and more, but not the caller's 60 ms on top. */
+  assert_true(out[0] >= 30 * 1000000 && out[0] <= one && out[5] >= out[0] && out[5] <= one);
+  assert_true(one < 60 * 1000000);
+  for (int k = 1; k <= 4; k++) assert_int_equal(out[k], -1);
+  /* The thread begins to leave between its check and its syscall: only the check after the
+   * syscall catches it; the threads around it are still read. */
+  const vmt_os_thread_t *around[3] = {&live.ot, &leaving.ot, &live.ot};
+  vmt__fault_set_hook(VMT__FAULT_CLOCK, mark_exiting_hook, &leaving);
+  vmt_os_threads_cpu_time(around, 3, out, NULL, 0);
+  vmt__fault_set_hook(VMT__FAULT_CLOCK, NULL, NULL);
+  assert_int_equal(out[1], -1);
+  assert_true(out[0] >= 30 * 1000000 && out[2] >= out[0]);
+  /* A failing clock read fails that element only (the seam counts each read once). */
+  const vmt_os_thread_t *three[3] = {&live.ot, &live.ot, &live.ot};
+  vmt__fault_arm(VMT__FAULT_CLOCK, 1, 1, EIO);
+  vmt_os_threads_cpu_time(three, 3, out, NULL, 0);
+  assert_int_equal(vmt__fault_injected(VMT__FAULT_CLOCK), 1);
+  assert_int_equal(out[1], -1);
+  assert_true(out[0] >= 30 * 1000000 && out[2] >= out[0]);
+  vmt__fault_disarm_all();
+  vmt_os_threads_cpu_time(ots, 0, out, NULL, 0);   /* nothing to do */
+  child_finish(&live);
+  child_finish(&exiting);
+  child_finish(&leaving);
+}
+
 static void exited_thread_reads_minus_one(void **state) {
   (void)state;
   /* With the flag (what the runtime does) and without it (the kernel's EINVAL for a gone
@@ -445,6 +494,13 @@ static void proc_fallback_keeps_the_contract(void **state) {
   }
   assert_true(vmt_os_current_thread_cpu_time(false) >= 20 * 1000000);
   assert_true(vmt_os_current_thread_cpu_time(true) >= 0);
+  /* The sweep's form takes the same path. */
+  const vmt_os_thread_t *ots[3] = {&live.ot, &exiting.ot, &gone.ot};
+  int64_t out[3];
+  vmt_os_threads_cpu_time(ots, 3, out, NULL, 0);
+  assert_true(out[0] >= 20 * 1000000 && out[0] < 1000 * 1000000);
+  assert_int_equal(out[1], -1);
+  assert_int_equal(out[2], -1);
   vmt_os__set_proc_fallback(old);
   child_finish(&live);
   child_finish(&exiting);
@@ -466,6 +522,7 @@ int main(void) {
       cmocka_unit_test_teardown(exiting_thread_reads_minus_one, teardown),
       cmocka_unit_test_teardown(thread_that_starts_exiting_during_the_read_reads_minus_one,
                                 teardown),
+      cmocka_unit_test_teardown(batch_read_answers_each_thread_as_one_read_does, teardown),
       cmocka_unit_test_teardown(exited_thread_reads_minus_one, teardown),
       cmocka_unit_test_teardown(current_thread_times_are_sane, teardown),
       cmocka_unit_test_teardown(clockid_mask_never_yields_fd_or_invalid_types, teardown),

@@ -30,7 +30,7 @@ int vmt__mx_sweep(const int64_t *ids, size_t count, int64_t *out, bool measuring
   size_t hint = 0;
   for (size_t i = 0; i < count; i++) {
     vmt_thread_t *t = vmt__mx_lookup(snap, ids[i], &hint);
-    vmt__mx_prefetch_next(snap, hint);
+    vmt__mx_prefetch_ahead(snap, hint, VMT__MX_RECORD_ALL);
     out[i] = t ? query(t) : -1;
   }
   vmt__registry_release(snap);
@@ -44,12 +44,27 @@ bool vmt__mx_ids_invalid(const int64_t *ids, size_t count) {
 }
 
 vmt_thread_t *vmt__mx_lookup(const vmt__snapshot_t *snap, int64_t id, size_t *hint) {
-  size_t n = snap->count;
-  size_t at = hint && *hint < n && snap->threads[*hint]->id == id
-                  ? *hint
-                  : vmt__threads_lower_bound(snap->threads, n, id);
-  if (hint) *hint = at + 1;
-  if (at == n || snap->threads[at]->id != id) return NULL;
-  vmt_thread_t *t = snap->threads[at];
+  vmt_thread_t *const *th = snap->threads;
+  size_t n = snap->count, at;
+  if (hint && *hint < n && th[*hint]->id <= id) {
+    size_t lo = *hint, step = 1;
+    if (th[lo]->id == id) {
+      at = lo;
+    } else {
+      /* th[lo]->id < id: gallop until an entry is >= id, then search the last stride. */
+      while (lo + step < n && th[lo + step]->id < id) {
+        lo += step;
+        step *= 2;
+      }
+      size_t end = lo + step < n ? lo + step + 1 : n;
+      at = lo + 1 + vmt__threads_lower_bound(th + lo + 1, end - lo - 1, id);
+    }
+  } else {
+    at = vmt__threads_lower_bound(th, n, id);
+  }
+  bool found = at < n && th[at]->id == id;
+  if (hint) *hint = found ? at + 1 : at;
+  if (!found) return NULL;
+  vmt_thread_t *t = th[at];
   return vmt__thread_is_listed(t) ? t : NULL;
 }

@@ -5,9 +5,12 @@
  * A read never trusts a pthread_t: it goes through the thread's record in a protected registry
  * snapshot and the port layer's vmt_os_thread_cpu_time, which answers -1 once the thread is
  * exiting (before the kernel can recycle its tid). An array sweep protects one snapshot for all
- * its ids, so its cost is one clock_gettime per thread plus a lookup that checks the previous
- * position first (ids come sorted from getAllThreadIds): docs/management.md has the figures.
- * User time is the port layer's consistent user time, never above the total.
+ * its ids. The CPU-time sweep resolves a chunk of ids (a walk when they come sorted, as from
+ * getAllThreadIds), then hands the chunk's port records to the port, which reads their clocks
+ * in one loop with the syscall inline (vmt_os_threads_cpu_time): no function returns between
+ * one thread's syscall and the next, each of which costs ~110 ns here (os_linux/os_impl.h).
+ * docs/management.md has the figures. User time is the port layer's consistent user time,
+ * never above the total.
  */
 #include <errno.h>
 
@@ -105,10 +108,48 @@ static int check_cpu_query(const int64_t *ids, size_t count, const int64_t *out)
   return 0;
 }
 
+/* Ids resolved per chunk: the port records of 64 threads (512 bytes on the stack) are read in
+ * one port call, at most 64 syscalls after their lookup (the port's exiting check covers a
+ * thread that ends in between). */
+#define SWEEP_CHUNK 64
+
+static int cpu_time_sweep(const int64_t *ids, size_t count, int64_t *out) {
+  const vmt__snapshot_t *snap = vmt__registry_acquire();
+  if (!snap) return -ENOMEM;
+  vmt_thread_t *self = vmt__current;
+  const vmt_os_thread_t *ots[SWEEP_CHUNK];
+  size_t hint = 0;
+  for (size_t base = 0; base < count; base += SWEEP_CHUNK) {
+    size_t m = count - base < SWEEP_CHUNK ? count - base : SWEEP_CHUNK;
+    uint64_t own = 0;   /* bit k: ids[base + k] is the calling thread (its pid-0 clock) */
+    for (size_t k = 0; k < m; k++) {
+      vmt_thread_t *t = vmt__mx_lookup(snap, ids[base + k], &hint);
+      vmt__mx_prefetch_ahead(snap, hint, VMT__MX_RECORD_TO_OS);
+      if (t && t == self) {
+        own |= (uint64_t)1 << k;
+        t = NULL;
+      }
+      ots[k] = t ? &t->os : NULL;
+    }
+    /* The next chunk's records, when the ids come in the snapshot's order, warm up during
+     * this chunk's syscalls. */
+    size_t warm = hint < snap->count ? snap->count - hint : 0;
+    vmt_os_threads_cpu_time(ots, m, out + base, (const void *const *)&snap->threads[hint],
+                            warm < SWEEP_CHUNK ? warm : SWEEP_CHUNK);
+    for (size_t k = 0; own; k++, own >>= 1)
+      if (own & 1) out[base + k] = vmt_os_current_thread_cpu_time(false);
+  }
+  vmt__registry_release(snap);
+  return 0;
+}
+
 static int time_array(const int64_t *ids, size_t count, int64_t *out, bool user) {
   int rc = check_cpu_query(ids, count, out);
   if (rc) return rc;
-  return vmt__mx_sweep(ids, count, out, vmt__mx_cpu_time_enabled(),
+  bool enabled = vmt__mx_cpu_time_enabled();
+  if (!user && enabled && vmt_os_caps()->thread_cpu_time)
+    return cpu_time_sweep(ids, count, out);
+  return vmt__mx_sweep(ids, count, out, enabled,
                        user ? vmt__mx_thread_user_ns : vmt__mx_thread_cpu_ns);
 }
 
