@@ -25,7 +25,7 @@ void vmt_mx_thread_info_free(vmt_thread_info_t *info) {
   if (info->lock) lock_info_clear(info->lock);
   free(info->lock);
   free(info->lock_owner_name);
-  vmt__mx_frames_free(info->frames, info->frame_count);
+  vmt__mx_frames_free(info->frames);
   for (size_t i = 0; i < info->locked_monitor_count; i++)
     lock_info_clear(&info->locked_monitors[i].lock);
   free(info->locked_monitors);
@@ -122,7 +122,7 @@ static void locked_depths(vmt_thread_info_t *info, const vmt__mx_frame_lock_t *l
 }
 
 int vmt__mx_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, bool locked_monitors,
-                        bool locked_synchronizers, int32_t max_depth, const void *caller_pc,
+                        bool locked_synchronizers, vmt__mx_stacks_t *stacks,
                         vmt_thread_info_t **out) {
   *out = NULL;
   if (!t || !vmt__thread_is_listed(t)) return 0;
@@ -164,7 +164,7 @@ int vmt__mx_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, bool locke
   vmt__mx_frame_lock_t *locks = NULL;
   size_t nlocks = 0;
   if (!rc)
-    rc = vmt__mx_capture_frames(t, max_depth, caller_pc, &info->frames, &info->frame_count,
+    rc = vmt__mx_capture_frames(stacks, t, &info->frames, &info->frame_count,
                                 locked_monitors ? &locks : NULL, &nlocks);
   if (!rc) locked_depths(info, locks, nlocks);
   free(locks);
@@ -196,12 +196,16 @@ static int info_array(const int64_t *ids, size_t count, bool locked_monitors,
     free(infos);
     return -ENOMEM;
   }
+  vmt__mx_stacks_t stacks;
+  vmt__mx_stacks_begin(&stacks, max_depth, caller_pc);
   size_t hint = 0;
   for (size_t i = 0; i < count && rc == 0; i++) {
     vmt_thread_t *t = vmt__mx_lookup(snap, ids[i], &hint);
-    rc = vmt__mx_thread_info(snap, t, locked_monitors, locked_synchronizers, max_depth,
-                             caller_pc, &infos[i]);
+    vmt__mx_prefetch_ahead(snap, hint, VMT__MX_RECORD_ALL);
+    rc = vmt__mx_thread_info(snap, t, locked_monitors, locked_synchronizers, &stacks,
+                             &infos[i]);
   }
+  vmt__mx_stacks_end(&stacks);
   vmt__registry_release(snap);
   if (rc) {
     vmt_mx_thread_info_array_free(infos, count);
@@ -243,13 +247,17 @@ int vmt__mx_dump_all(bool locked_monitors, bool locked_synchronizers, int32_t ma
     vmt__registry_release(snap);
     return -ENOMEM;
   }
+  vmt__mx_stacks_t stacks;
+  vmt__mx_stacks_begin(&stacks, max_depth, caller_pc);
   size_t n = 0;
   for (size_t i = 0; i < snap->count && rc == 0; i++) {
+    vmt__mx_prefetch_ahead(snap, i, VMT__MX_RECORD_ALL);
     /* Threads that ended since the snapshot was taken are left out, not reported as NULL. */
     rc = vmt__mx_thread_info(snap, snap->threads[i], locked_monitors, locked_synchronizers,
-                             max_depth, caller_pc, &infos[n]);
+                             &stacks, &infos[n]);
     if (infos[n]) n++;
   }
+  vmt__mx_stacks_end(&stacks);
   vmt__registry_release(snap);
   if (rc) {
     vmt_mx_thread_info_array_free(infos, n);

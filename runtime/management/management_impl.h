@@ -128,26 +128,40 @@ int64_t vmt__mx_thread_user_ns(vmt_thread_t *t);
 void vmt__mx_thread_user_and_cpu_ns(vmt_thread_t *t, int64_t *user, int64_t *cpu);
 
 /*
- * Stack capture (stack.c). Frames of t, at most max_depth, into a malloc'ed array of frames
- * whose strings are malloc'ed too (free with vmt__mx_frames_free). With a registered walker the
- * walker's frames; else, for the calling thread, its native frames above caller_pc (the return
- * address into the application of the public call, so the runtime's own frames are not shown);
- * else none. When locks is not NULL, *locks gets what the walker reported with
- * vmt_mx_frame_holds_monitor (malloc'ed, free(); NULL and 0 when nothing), each report naming a
- * frame that was returned. 0 or -ENOMEM.
+ * Stack capture (stack.c) for one management call: begin takes the walker (under its lock,
+ * held until end, so a replacement waits for the call, with cancellation off in between: the
+ * walker is the VM's code) and end releases it and the call's scratch buffer. max_depth <= 0 takes nothing. capture gives t's frames, at most max_depth,
+ * as one malloc'ed block holding the array and its strings (free with vmt__mx_frames_free):
+ * with a registered walker the walker's frames; else, for the calling thread, its native
+ * frames above caller_pc (the return address into the application of the public call, so the
+ * runtime's own frames are not shown); else none. When locks is not NULL, *locks gets what
+ * the walker reported with vmt_mx_frame_holds_monitor (malloc'ed, free(); NULL and 0 when
+ * nothing), each report naming a frame that was returned. 0 or -ENOMEM.
  */
 typedef struct vmt__mx_frame_lock {
   int32_t identity;   /* the monitor's (vmt__lock_desc_t.identity) */
   int32_t frame;      /* index into the captured frames */
 } vmt__mx_frame_lock_t;
-int vmt__mx_capture_frames(vmt_thread_t *t, int32_t max_depth, const void *caller_pc,
-                           vmt_stack_frame_t **frames, size_t *count, vmt__mx_frame_lock_t **locks,
-                           size_t *lock_count);
-void vmt__mx_frames_free(vmt_stack_frame_t *frames, size_t count);
+typedef struct vmt__mx_stacks {
+  int32_t max_depth;
+  const void *caller_pc;
+  bool locked;
+  vmt_mx_stack_walker_fn fn;
+  void *ctx;
+  vmt_stack_frame_t *buf;   /* the walker's scratch buffer, cap frames */
+  int32_t cap;
+  int cancel;               /* the cancellation state to restore at end */
+} vmt__mx_stacks_t;
+void vmt__mx_stacks_begin(vmt__mx_stacks_t *s, int32_t max_depth, const void *caller_pc);
+void vmt__mx_stacks_end(vmt__mx_stacks_t *s);
+int vmt__mx_capture_frames(vmt__mx_stacks_t *s, vmt_thread_t *t, vmt_stack_frame_t **frames,
+                           size_t *count, vmt__mx_frame_lock_t **locks, size_t *lock_count);
+void vmt__mx_frames_free(vmt_stack_frame_t *frames);
 
-/* ThreadInfo of a protected thread (info.c): *out NULL if t is not listed. 0 or -ENOMEM. */
+/* ThreadInfo of a protected thread (info.c), its frames through stacks: *out NULL if t is
+ * not listed. 0 or -ENOMEM. */
 int vmt__mx_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, bool locked_monitors,
-                        bool locked_synchronizers, int32_t max_depth, const void *caller_pc,
+                        bool locked_synchronizers, vmt__mx_stacks_t *stacks,
                         vmt_thread_info_t **out);
 /* dumpAllThreads with the application's return address for the native-frame fallback. */
 int vmt__mx_dump_all(bool locked_monitors, bool locked_synchronizers, int32_t max_depth,

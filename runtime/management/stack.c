@@ -4,8 +4,11 @@
  * (backtrace(3)) and other threads none, since reading another thread's native stack safely
  * would need to stop it (HotSpot does that at a safepoint; a C runtime has none).
  *
- * The walker is read under a reader-writer lock held across the call, so replacing it waits
- * for calls in progress and the VM may free the old walker's context once the setter returns.
+ * The walker is read under a reader-writer lock held for a whole management call (one
+ * vmt__mx_stacks_begin .. _end), so replacing it waits for calls in progress and the VM may
+ * free the old walker's context once the setter returns. The walker fills a scratch buffer
+ * that the call reuses for every thread; each thread's frames are then copied into one
+ * allocation.
  *
  * Held monitors and frames: HotSpot finds the frame that locked each monitor by asking every
  * frame for its lock records (javaVFrame::locked_monitors). Here the walker may do the same
@@ -13,9 +16,10 @@
  * walk live in the querying thread's current walk (a thread-local pointer, set only during the
  * walker call). Nothing is recorded at monitor enter, so the uncontended path costs the same.
  *
- * fork: the lock cannot be held across fork (a walk holds it while running the VM's code, which
+ * fork: the lock cannot be held across fork (a call holds it while running the VM's code, which
  * may wait for anything, the forking thread included), so the child re-initialises it, and
- * takes it again for each walk the forking thread itself is inside (a walker that forks). The
+ * takes it again for each call with stacks the forking thread itself is inside (a walker that
+ * forks). The
  * walker and its context are one pair in one of two slots, the setter fills the slot not in
  * use and then switches with one store, so a child forked in the middle of a replacement sees
  * the old pair or the new one, never half of each.
@@ -52,7 +56,8 @@ typedef struct walker_pair {
 static pthread_rwlock_t walker_lock = PTHREAD_RWLOCK_INITIALIZER;
 static walker_pair_t walker_pairs[2];
 static _Atomic(walker_pair_t *) walker = &walker_pairs[0];   /* under walker_lock */
-/* Walks the calling thread is inside (a walker may query, and so walk, again). */
+/* Calls with stacks the calling thread is inside, each holding the lock from
+ * vmt__mx_stacks_begin to _end (a walker may query, and so walk, again). */
 static _Thread_local int walks_in_progress __attribute__((tls_model("initial-exec")));
 
 static void walker_fork_child(void) {
@@ -107,87 +112,105 @@ void vmt_mx_set_stack_walker(vmt_mx_stack_walker_fn fn, void *ctx) {
   pthread_rwlock_unlock(&walker_lock);
 }
 
-void vmt__mx_frames_free(vmt_stack_frame_t *frames, size_t count) {
-  if (!frames) return;
-  for (size_t i = 0; i < count; i++) {
-    free(frames[i].function);
-    free(frames[i].file);
-  }
-  free(frames);
-}
+void vmt__mx_frames_free(vmt_stack_frame_t *frames) { free(frames); }
 
-/* Copies the walker's frames (strings it owns) into frames the caller owns. */
-static int copy_frames(const vmt_stack_frame_t *src, size_t n, vmt_stack_frame_t **frames,
+/*
+ * Copies n frames into one allocation: the array, then every string. A ThreadInfo of 20
+ * frames was 41 allocations (the array, each frame's function and file) and as many frees;
+ * one block is one of each, and a dump of 10,000 threads makes 10,000 instead of 410,000.
+ * A NULL function becomes "??"; a NULL file stays NULL.
+ */
+static int pack_frames(const vmt_stack_frame_t *src, size_t n, vmt_stack_frame_t **frames,
                        size_t *count) {
-  vmt_stack_frame_t *out = vmt__mx_calloc(n ? n : 1, sizeof(*out));
+  size_t bytes = (n ? n : 1) * sizeof(vmt_stack_frame_t);
+  for (size_t i = 0; i < n; i++) {
+    bytes += strlen(src[i].function ? src[i].function : "??") + 1;
+    if (src[i].file) bytes += strlen(src[i].file) + 1;
+  }
+  vmt_stack_frame_t *out = vmt__mx_malloc(bytes);
   if (!out) return -ENOMEM;
+  char *text = (char *)(out + (n ? n : 1));
   for (size_t i = 0; i < n; i++) {
     const char *fn = src[i].function ? src[i].function : "??";
-    out[i].function = vmt__mx_strdup(fn);
-    out[i].file = src[i].file ? vmt__mx_strdup(src[i].file) : NULL;
+    size_t len = strlen(fn) + 1;
+    out[i].function = memcpy(text, fn, len);
+    text += len;
+    out[i].file = NULL;
+    if (src[i].file) {
+      len = strlen(src[i].file) + 1;
+      out[i].file = memcpy(text, src[i].file, len);
+      text += len;
+    }
     out[i].line = src[i].line;
     out[i].pc = src[i].pc;
-    if (!out[i].function || (src[i].file && !out[i].file)) {
-      vmt__mx_frames_free(out, i + 1);
-      return -ENOMEM;
-    }
   }
   *frames = out;
   *count = n;
   return 0;
 }
 
-static int walk_with(vmt_mx_stack_walker_fn fn, void *ctx, vmt_thread_t *t, int32_t max_depth,
-                     vmt_stack_frame_t **frames, size_t *count, walk_reports_t *reports) {
-  int32_t limit = max_depth < FRAMES_CAP ? max_depth : FRAMES_CAP;
-  int32_t cap = limit < WALK_FIRST_TRY ? limit : WALK_FIRST_TRY;
+/* Asks the walker for t's frames in the call's scratch buffer, growing it while the walker
+ * fills it (the larger buffer then serves the call's later threads too). */
+static int walk_with(vmt__mx_stacks_t *s, vmt_thread_t *t, vmt_stack_frame_t **frames,
+                     size_t *count, walk_reports_t *reports) {
+  int32_t limit = s->max_depth < FRAMES_CAP ? s->max_depth : FRAMES_CAP;
   for (;;) {
-    vmt_stack_frame_t *buf = vmt__mx_calloc((size_t)cap, sizeof(*buf));
-    if (!buf) return -ENOMEM;
+    if (!s->buf) {
+      if (!s->cap) s->cap = limit < WALK_FIRST_TRY ? limit : WALK_FIRST_TRY;
+      s->buf = vmt__mx_calloc((size_t)s->cap, sizeof(*s->buf));
+      if (!s->buf) return -ENOMEM;
+    }
     /* Each call starts over: what an earlier, too small walk reported is stale. */
     reports->count = 0;
-    reports->max = cap;
+    reports->max = s->cap;
     reports->err = 0;
     walk_reports_t *outer = current_walk;
     current_walk = reports;
-    int n = fn(t, buf, cap, ctx);
+    int n = s->fn(t, s->buf, s->cap, s->ctx);
     current_walk = outer;
-    if (n == cap && cap < limit) {
+    if (n == s->cap && s->cap < limit) {
       /* The stack may be deeper than the buffer: ask again with room for more. */
-      free(buf);
-      cap = cap > limit / 8 ? limit : cap * 8;
+      free(s->buf);
+      s->buf = NULL;
+      s->cap = s->cap > limit / 8 ? limit : s->cap * 8;
       continue;
     }
     /* A walker that fails (the thread left the VM's frames, say) leaves the trace empty: one
      * thread's missing trace must not fail a whole dump. */
     if (n < 0) n = 0;
-    if (n > cap) n = cap;
+    if (n > s->cap) n = s->cap;
     /* Reports about frames the walker did not return name no frame. */
     size_t kept = 0;
     for (size_t i = 0; i < reports->count; i++)
       if (reports->items[i].frame < n) reports->items[kept++] = reports->items[i];
     reports->count = kept;
-    int rc = reports->err ? reports->err : copy_frames(buf, (size_t)n, frames, count);
-    free(buf);
+    int rc = reports->err ? reports->err : pack_frames(s->buf, (size_t)n, frames, count);
+    /* A walker may leave fields it does not know unset: they must read as zero for the next
+     * thread too, as in a fresh buffer. Only the frames it counted are cleared (20 frames are
+     * 640 bytes; the whole buffer, 2 KiB per thread). */
+    memset(s->buf, 0, (size_t)n * sizeof(*s->buf));
     return rc;
   }
 }
 
 #ifdef VMT_MX_HAVE_BACKTRACE
-/* Splits one backtrace_symbols line, "module(function+0x1f) [0x55d0c0ffee00]", into the
- * frame's function ("??" when the symbol is not exported) and file (the module). */
-static int parse_symbol(const char *line, vmt_stack_frame_t *f) {
-  const char *open = strchr(line, '(');
-  const char *end = open ? strpbrk(open + 1, "+)") : NULL;
+/* Splits one backtrace_symbols line, "module(function+0x1f) [0x55d0c0ffee00]", in place into
+ * the frame's function ("??" when the symbol is not exported) and file (the module). */
+static void parse_symbol(char *line, vmt_stack_frame_t *f) {
+  char *open = strchr(line, '(');
+  char *end = open ? strpbrk(open + 1, "+)") : NULL;
   size_t module_len = open ? (size_t)(open - line) : strcspn(line, " ");
-  if (open && end && end > open + 1)
-    f->function = vmt__mx_strndup(open + 1, (size_t)(end - open - 1));
-  else
-    f->function = vmt__mx_strdup("??");
-  f->file = module_len ? vmt__mx_strndup(line, module_len) : NULL;
+  f->function = (char *)"??";
+  if (open && end && end > open + 1) {
+    *end = '\0';
+    f->function = open + 1;
+  }
+  f->file = NULL;
+  if (module_len) {
+    line[module_len] = '\0';
+    f->file = line;
+  }
   f->line = -1;
-  if (!f->function || (module_len && !f->file)) return -ENOMEM;
-  return 0;
 }
 
 static __attribute__((noinline)) int native_frames(int32_t max_depth, const void *caller_pc,
@@ -208,20 +231,14 @@ static __attribute__((noinline)) int native_frames(int32_t max_depth, const void
   if (vmt__fault_hit(VMT__FAULT_ALLOC)) return -ENOMEM;
   char **symbols = backtrace_symbols(pcs + start, n);
   if (!symbols) return -ENOMEM;
-  vmt_stack_frame_t *out = vmt__mx_calloc((size_t)n, sizeof(*out));
-  int rc = out ? 0 : -ENOMEM;
-  for (int i = 0; i < n && rc == 0; i++) {
-    out[i].pc = (uintptr_t)pcs[start + i];
-    rc = parse_symbol(symbols[i], &out[i]);
+  vmt_stack_frame_t parsed[NATIVE_CAP];
+  for (int i = 0; i < n; i++) {
+    parse_symbol(symbols[i], &parsed[i]);
+    parsed[i].pc = (uintptr_t)pcs[start + i];
   }
+  int rc = pack_frames(parsed, (size_t)n, frames, count);
   free(symbols);
-  if (rc) {
-    vmt__mx_frames_free(out, out ? (size_t)n : 0);
-    return rc;
-  }
-  *frames = out;
-  *count = (size_t)n;
-  return 0;
+  return rc;
 }
 #else
 static int native_frames(int32_t max_depth, const void *caller_pc, vmt_stack_frame_t **frames,
@@ -231,27 +248,43 @@ static int native_frames(int32_t max_depth, const void *caller_pc, vmt_stack_fra
 }
 #endif
 
-int vmt__mx_capture_frames(vmt_thread_t *t, int32_t max_depth, const void *caller_pc,
-                           vmt_stack_frame_t **frames, size_t *count, vmt__mx_frame_lock_t **locks,
-                           size_t *lock_count) {
+void vmt__mx_stacks_begin(vmt__mx_stacks_t *s, int32_t max_depth, const void *caller_pc) {
+  memset(s, 0, sizeof(*s));
+  s->max_depth = max_depth;
+  s->caller_pc = caller_pc;
+  if (max_depth <= 0) return;
+  s->cancel = vmt__mx_cancel_off();   /* the walker is the VM's code, held under the lock */
+  pthread_rwlock_rdlock(&walker_lock);
+  walks_in_progress++;
+  s->locked = true;
+  const walker_pair_t *w = atomic_load_explicit(&walker, memory_order_acquire);
+  s->fn = w->fn;
+  s->ctx = w->ctx;
+}
+
+void vmt__mx_stacks_end(vmt__mx_stacks_t *s) {
+  if (s->locked) {
+    walks_in_progress--;
+    pthread_rwlock_unlock(&walker_lock);
+    vmt__mx_cancel_restore(s->cancel);
+  }
+  free(s->buf);
+  memset(s, 0, sizeof(*s));
+}
+
+int vmt__mx_capture_frames(vmt__mx_stacks_t *s, vmt_thread_t *t, vmt_stack_frame_t **frames,
+                           size_t *count, vmt__mx_frame_lock_t **locks, size_t *lock_count) {
   *frames = NULL;
   *count = 0;
   if (locks) *locks = NULL;
   if (lock_count) *lock_count = 0;
-  if (max_depth <= 0) return 0;
+  if (s->max_depth <= 0) return 0;
   int rc = 0;
   walk_reports_t reports = {0};
-  int cancel = vmt__mx_cancel_off();   /* the walker is the VM's code, held under the lock */
-  pthread_rwlock_rdlock(&walker_lock);
-  walks_in_progress++;
-  const walker_pair_t *w = atomic_load_explicit(&walker, memory_order_acquire);
-  if (w->fn)
-    rc = walk_with(w->fn, w->ctx, t, max_depth, frames, count, &reports);
+  if (s->fn)
+    rc = walk_with(s, t, frames, count, &reports);
   else if (t == vmt_thread_current())
-    rc = native_frames(max_depth, caller_pc, frames, count);
-  walks_in_progress--;
-  pthread_rwlock_unlock(&walker_lock);
-  vmt__mx_cancel_restore(cancel);
+    rc = native_frames(s->max_depth, s->caller_pc, frames, count);
   if (rc == 0 && locks && lock_count && reports.count > 0) {
     *locks = reports.items;
     *lock_count = reports.count;
