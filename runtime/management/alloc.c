@@ -35,12 +35,35 @@ int vmt_mx_set_thread_allocated_memory_enabled(bool enable) {
 
 static bool measuring(void) { return atomic_load_explicit(&alloc_enabled, memory_order_relaxed); }
 
-static int64_t thread_bytes(vmt_thread_t *t) { return vmt__alloc_thread_bytes(t); }
+/* The counter a record points to, prefetched: it lives in its thread's jemalloc TLS, a line
+ * of its own per thread. Half as far ahead as the records, whose lines (and so the pointer)
+ * have arrived by then. The pointer may be stale by the time it is used: a prefetch never
+ * faults, and the read itself is validated (runtime/alloc.c). */
+static void prefetch_counter(const vmt__snapshot_t *snap, size_t hint) {
+  size_t at = hint + VMT__MX_PREFETCH_AHEAD / 2;
+  if (at >= snap->count) return;
+  const uint64_t *a = atomic_load_explicit(&snap->threads[at]->allocatedp, memory_order_relaxed);
+  if (a) __builtin_prefetch(a);
+}
 
 int vmt_mx_get_thread_allocated_bytes_array(const int64_t *ids, size_t count, int64_t *out) {
   if (!ids || (!out && count) || vmt__mx_ids_invalid(ids, count)) return -EINVAL;
   if (!vmt__alloc_supported()) return -ENOTSUP;
-  return vmt__mx_sweep(ids, count, out, measuring(), thread_bytes);
+  if (!measuring()) {
+    for (size_t i = 0; i < count; i++) out[i] = -1;
+    return 0;
+  }
+  const vmt__snapshot_t *snap = vmt__registry_acquire();
+  if (!snap) return -ENOMEM;
+  size_t hint = 0;
+  for (size_t i = 0; i < count; i++) {
+    vmt_thread_t *t = vmt__mx_lookup(snap, ids[i], &hint);
+    vmt__mx_prefetch_ahead(snap, hint, VMT__MX_RECORD_ALL);
+    prefetch_counter(snap, hint);
+    out[i] = t ? vmt__alloc_thread_bytes(t) : -1;
+  }
+  vmt__registry_release(snap);
+  return 0;
 }
 
 int vmt_mx_get_thread_allocated_bytes(int64_t id, int64_t *bytes) {
@@ -71,6 +94,8 @@ int vmt_mx_get_total_thread_allocated_bytes(int64_t *bytes) {
   if (!snap) return -ENOMEM;
   for (size_t i = 0; i < snap->count; i++) {
     vmt_thread_t *t = snap->threads[i];
+    vmt__mx_prefetch_ahead(snap, i, VMT__MX_RECORD_ALL);
+    prefetch_counter(snap, i);
     if (!vmt__thread_is_listed(t)) continue;
     int64_t b = vmt__alloc_thread_bytes(t);
     if (b > 0) total += b;
