@@ -119,8 +119,9 @@ VMT_EXPORT void vmt_mx_thread_info_array_free(vmt_thread_info_t **infos, size_t 
  * max frames of thread t, innermost first. It is called from the querying thread; t's record
  * stays valid for the whole call, but the thread runs on and may even exit meanwhile: the VM
  * stops or locks it by its own means. The walker returns the number of frames written, or a
- * negative errno (that thread's trace is then empty). The strings it stores stay the VM's: the
- * runtime copies them before the walker is called again. When it fills all max frames it may
+ * negative errno (that thread's trace is then empty); fields it leaves unset in those frames
+ * read as zero. The strings it stores stay the VM's: the runtime copies them before the walker
+ * is called again. When it fills all max frames it may
  * be called again with a larger buffer (up to 65536 frames). Replacing or removing (NULL) the
  * walker waits for calls in progress; a walker must not call vmt_mx_set_stack_walker itself.
  * Without a walker, the calling thread gets its native frames (backtrace(3), from the frame

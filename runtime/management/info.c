@@ -20,8 +20,7 @@ static void lock_info_clear(vmt_lock_info_t *l) {
 
 void vmt_mx_thread_info_free(vmt_thread_info_t *info) {
   if (!info) return;
-  free(info->name);
-  free(info->category);
+  /* name and category live in info's own allocation (vmt__mx_thread_info). */
   if (info->lock) lock_info_clear(info->lock);
   free(info->lock);
   free(info->lock_owner_name);
@@ -135,11 +134,16 @@ int vmt__mx_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, bool locke
     free(li.held);
     return 0;
   }
-  vmt_thread_info_t *info = vmt__mx_calloc(1, sizeof(*info));
+  /* One allocation for the ThreadInfo and its two strings: three mallocs and frees fewer per
+   * thread in a dump. */
+  size_t name_len = strlen(t->name) + 1, category_len = strlen(t->category->name) + 1;
+  vmt_thread_info_t *info = vmt__mx_calloc(1, sizeof(*info) + name_len + category_len);
   if (!info) {
     free(li.held);
     return -ENOMEM;
   }
+  info->name = memcpy((char *)(info + 1), t->name, name_len);
+  info->category = memcpy(info->name + name_len, t->category->name, category_len);
   info->id = t->id;
   info->state = (vmt_thread_state_t)state;
   info->daemon = t->daemon;
@@ -152,10 +156,7 @@ int vmt__mx_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, bool locke
   info->waited_count = (int64_t)li.waited_count;
   info->waited_time_ns = li.waited_ns;
   info->lock_owner_id = -1;
-  info->name = vmt__mx_strdup(t->name);
-  info->category = vmt__mx_strdup(t->category->name);
-  rc = info->name && info->category ? 0 : -ENOMEM;
-  if (!rc && li.has_lock) {
+  if (li.has_lock) {
     info->lock = vmt__mx_calloc(1, sizeof(*info->lock));
     rc = info->lock ? copy_lock(&li.lock, info->lock) : -ENOMEM;
     if (!rc) rc = owner_of(snap, li.lock_owner_id, info);
