@@ -45,8 +45,10 @@ int vmt_mx_get_all_thread_ids(int64_t **ids, size_t *count) {
     return -ENOMEM;
   }
   size_t n = 0;
-  for (size_t i = 0; i < snap->count; i++)
+  for (size_t i = 0; i < snap->count; i++) {
+    vmt__mx_prefetch_ahead(snap, i, VMT__MX_RECORD_HEAD);
     if (vmt__thread_is_listed(snap->threads[i])) out[n++] = snap->threads[i]->id;
+  }
   vmt__registry_release(snap);
   *ids = out;
   *count = n;

@@ -78,10 +78,12 @@ static inline void vmt__mx_prefetch(const vmt_thread_t *t, size_t bytes) {
   for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch((const char *)t + off);
 }
 
-/* What a walk reads of each record, from its start: the whole record (ThreadInfo), or up to
- * the end of the port fields (a CPU-time sweep: id, kind, states, tid, exiting; two lines). */
+/* What a walk reads of each record, from its start: the whole record (ThreadInfo), up to the
+ * end of the port fields (a CPU-time sweep: id, kind, states, tid, exiting; two lines), or
+ * what vmt__thread_is_listed() and the id need (the first line). */
 #define VMT__MX_RECORD_ALL sizeof(vmt_thread_t)
 #define VMT__MX_RECORD_TO_OS (offsetof(vmt_thread_t, os) + sizeof(vmt_os_thread_t))
+#define VMT__MX_RECORD_HEAD (offsetof(vmt_thread_t, counted) + sizeof(bool))
 
 /*
  * How far ahead of a walk in snapshot order records are prefetched. Walks without a syscall
