@@ -490,6 +490,16 @@ static void management_functions(void **state) {
   add_row("vmt_mx_get_thread_info_array", "count 0: *out", "non-NULL", infos ? "non-NULL" : "NULL");
   vmt_mx_thread_info_array_free(infos, 0);
 
+  rc_is("vmt_mx_get_thread_info_array_ex", "an unknown flag", -EINVAL,
+        vmt_mx_get_thread_info_array_ex(unknown_ids, 2, 0x80000000u, 0, &infos));
+  rc_is("vmt_mx_get_thread_info_array_ex", "ids NULL, count 1", -EINVAL,
+        vmt_mx_get_thread_info_array_ex(NULL, 1, 0, 0, &infos));
+  rc_is("vmt_mx_get_thread_info_array_ex", "max_depth -1", -EINVAL,
+        vmt_mx_get_thread_info_array_ex(unknown_ids, 2, 0, -1, &infos));
+  rc_is("vmt_mx_dump_all_threads_ex", "an unknown flag", -EINVAL,
+        vmt_mx_dump_all_threads_ex(0x8u, 0, &infos, &n));
+  rc_is("vmt_mx_dump_all_threads_ex", "out NULL", -EINVAL,
+        vmt_mx_dump_all_threads_ex(0, 0, NULL, &n));
   rc_is("vmt_mx_dump_all_threads", "max_depth -1", -EINVAL,
         vmt_mx_dump_all_threads(false, false, -1, &infos, &n));
   rc_is("vmt_mx_dump_all_threads", "out NULL", -EINVAL,

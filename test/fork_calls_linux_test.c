@@ -411,6 +411,20 @@ static void call_dump_all(int w) {
   if (vmt_mx_dump_all_threads(true, true, 8, &infos, &n) == 0)
     vmt_mx_thread_info_array_free(infos, n);
 }
+static void call_thread_info_array_ex(int w) {
+  int64_t ids[2] = {vmt_thread_id(peer), vmt_thread_id(me)};
+  vmt_thread_info_t **infos;
+  uint32_t flags = VMT_MX_INFO_LOCKED_MONITORS | (w % 2 ? VMT_MX_INFO_NO_CPU_TIME : 0);
+  if (vmt_mx_get_thread_info_array_ex(ids, 2, flags, 8, &infos) == 0)
+    vmt_mx_thread_info_array_free(infos, 2);
+}
+static void call_dump_all_ex(int w) {
+  vmt_thread_info_t **infos;
+  size_t n;
+  uint32_t flags = VMT_MX_INFO_LOCKED_SYNCHRONIZERS | (w % 2 ? VMT_MX_INFO_NO_CPU_TIME : 0);
+  if (vmt_mx_dump_all_threads_ex(flags, 8, &infos, &n) == 0)
+    vmt_mx_thread_info_array_free(infos, n);
+}
 
 /* A VM's walker that takes a while (it would stop the thread and read its frames). */
 static int slow_walker(vmt_thread_t *t, vmt_stack_frame_t *frames, int32_t max, void *ctx) {
@@ -676,6 +690,9 @@ static const row_t rows[] = {
     {.fn = "vmt_mx_get_thread_info_array", .call = call_thread_info_array, .workers = 2},
     {.fn = "vmt_mx_dump_all_threads", .call = call_dump_all, .workers = 2, .setup = walker_on,
      .teardown = walker_off},
+    {.fn = "vmt_mx_get_thread_info_array_ex", .call = call_thread_info_array_ex, .workers = 2,
+     .setup = walker_on, .teardown = walker_off},
+    {.fn = "vmt_mx_dump_all_threads_ex", .call = call_dump_all_ex, .workers = 2},
     {.fn = "vmt_mx_thread_info_free", .call = call_thread_info, .workers = 2},
     {.fn = "vmt_mx_thread_info_array_free", .call = call_thread_info_array, .workers = 2},
     {.fn = "vmt_mx_set_stack_walker", .call = call_set_stack_walker, .workers = 2, .fork_weight = 2},

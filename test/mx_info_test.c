@@ -141,6 +141,37 @@ static void fields_and_locked_monitors_and_synchronizers(void **state) {
   assert_int_equal(arr[0]->locked_synchronizer_count, 0);
   vmt_mx_thread_info_array_free(arr, 1);
 
+  /* The flags form: the same ThreadInfo, and without CPU times when asked (Java's has none). */
+  assert_int_equal(vmt_mx_get_thread_info_array_ex(&id, 1,
+                                                   VMT_MX_INFO_LOCKED_MONITORS |
+                                                       VMT_MX_INFO_LOCKED_SYNCHRONIZERS |
+                                                       VMT_MX_INFO_NO_CPU_TIME,
+                                                   0, &arr), 0);
+  ti = arr[0];
+  assert_non_null(ti);
+  assert_string_equal(ti->name, "holder of locks");
+  assert_string_equal(ti->category, "gc");
+  assert_int_equal(ti->tid, vmt_thread_tid(t));
+  assert_int_equal(ti->cpu_time_ns, -1);
+  assert_int_equal(ti->user_time_ns, -1);
+  assert_int_equal(ti->locked_monitor_count, 2);
+  assert_int_equal(ti->locked_synchronizer_count, 1);
+  vmt_mx_thread_info_array_free(arr, 1);
+  assert_int_equal(vmt_mx_get_thread_info_array_ex(&id, 1, 0, 0, &arr), 0);
+  assert_int_equal(arr[0]->locked_monitor_count, 0);
+  if (vmt_mx_is_thread_cpu_time_supported())
+    assert_true(arr[0]->user_time_ns >= 0 && arr[0]->user_time_ns <= arr[0]->cpu_time_ns);
+  vmt_mx_thread_info_array_free(arr, 1);
+  size_t all = 0;
+  assert_int_equal(vmt_mx_dump_all_threads_ex(VMT_MX_INFO_NO_CPU_TIME, 0, &arr, &all), 0);
+  bool seen = false;
+  for (size_t i = 0; i < all; i++) {
+    assert_int_equal(arr[i]->cpu_time_ns, -1);
+    seen |= arr[i]->id == id;
+  }
+  assert_true(seen);
+  vmt_mx_thread_info_array_free(arr, all);
+
   gate_open(&h.gate);
   assert_int_equal(vmt_thread_join(t, NULL), 0);
   vmt_thread_info_t *gone = (vmt_thread_info_t *)1;

@@ -111,6 +111,21 @@ VMT_EXPORT int vmt_mx_dump_all_threads(bool locked_monitors, bool locked_synchro
                                        int32_t max_depth, vmt_thread_info_t ***out,
                                        size_t *count);
 
+/*
+ * The same with a flags word (VMT_MX_INFO_*); unknown flags are -EINVAL. The plain calls are
+ * these with the locked_* flags they name. Java's ThreadInfo carries no CPU time; vmthread's
+ * does (cpu_time_ns, user_time_ns), read as each ThreadInfo is taken: three clock reads, each
+ * a syscall, most of what a ThreadInfo without stacks costs (docs/management.md).
+ * VMT_MX_INFO_NO_CPU_TIME leaves both at -1, for a caller that wants what Java's holds.
+ */
+#define VMT_MX_INFO_LOCKED_MONITORS 0x1u
+#define VMT_MX_INFO_LOCKED_SYNCHRONIZERS 0x2u
+#define VMT_MX_INFO_NO_CPU_TIME 0x4u
+VMT_EXPORT int vmt_mx_get_thread_info_array_ex(const int64_t *ids, size_t count, uint32_t flags,
+                                               int32_t max_depth, vmt_thread_info_t ***out);
+VMT_EXPORT int vmt_mx_dump_all_threads_ex(uint32_t flags, int32_t max_depth,
+                                          vmt_thread_info_t ***out, size_t *count);
+
 VMT_EXPORT void vmt_mx_thread_info_free(vmt_thread_info_t *info);
 VMT_EXPORT void vmt_mx_thread_info_array_free(vmt_thread_info_t **infos, size_t count);
 

@@ -399,7 +399,10 @@ static int write_dump(text_t *t, FILE *out, const void *caller_pc) {
   for (size_t i = 0; i < snap->count && rc == 0; i++) {
     vmt__mx_prefetch_ahead(snap, i, VMT__MX_RECORD_ALL);
     vmt_thread_info_t *info = NULL;
-    rc = vmt__mx_thread_info(snap, snap->threads[i], true, true, &stacks, &info);
+    rc = vmt__mx_thread_info(snap, snap->threads[i],
+                             VMT_MX_INFO_LOCKED_MONITORS | VMT_MX_INFO_LOCKED_SYNCHRONIZERS |
+                                 VMT__MX_INFO_NO_USER_TIME,
+                             &stacks, &info);
     if (rc || !info) continue;
     size_t before = t->len;
     put_thread(t, info);

@@ -178,7 +178,8 @@ static void json_thread(FILE *out, const vmt_thread_info_t *ti, const char *when
 int vmt__mx_write_dump_json(FILE *out, const void *caller_pc) {
   vmt_thread_info_t **infos = NULL;
   size_t n = 0;
-  int rc = vmt__mx_dump_all(true, true, VMT_MX_MAX_DEPTH_ALL, caller_pc, &infos, &n);
+  int rc = vmt__mx_dump_all(VMT_MX_INFO_LOCKED_MONITORS | VMT_MX_INFO_LOCKED_SYNCHRONIZERS,
+                            VMT_MX_MAX_DEPTH_ALL, caller_pc, &infos, &n);
   if (rc) return rc;
   char when[128];
   vmt__mx_format_utc_now(when, sizeof(when), true);

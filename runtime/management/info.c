@@ -120,9 +120,10 @@ static void locked_depths(vmt_thread_info_t *info, const vmt__mx_frame_lock_t *l
   }
 }
 
-int vmt__mx_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, bool locked_monitors,
-                        bool locked_synchronizers, vmt__mx_stacks_t *stacks,
-                        vmt_thread_info_t **out) {
+int vmt__mx_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, unsigned flags,
+                        vmt__mx_stacks_t *stacks, vmt_thread_info_t **out) {
+  bool locked_monitors = flags & VMT_MX_INFO_LOCKED_MONITORS;
+  bool locked_synchronizers = flags & VMT_MX_INFO_LOCKED_SYNCHRONIZERS;
   *out = NULL;
   if (!t || !vmt__thread_is_listed(t)) return 0;
   vmt__thread_lock_info_t li;
@@ -149,7 +150,14 @@ int vmt__mx_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, bool locke
   info->daemon = t->daemon;
   info->priority = t->priority;
   info->tid = vmt_os_thread_tid(&t->os);
-  vmt__mx_thread_user_and_cpu_ns(t, &info->user_time_ns, &info->cpu_time_ns);
+  if (flags & VMT_MX_INFO_NO_CPU_TIME) {
+    info->user_time_ns = info->cpu_time_ns = -1;
+  } else if (flags & VMT__MX_INFO_NO_USER_TIME) {
+    info->user_time_ns = -1;
+    info->cpu_time_ns = vmt__mx_thread_cpu_ns(t);
+  } else {
+    vmt__mx_thread_user_and_cpu_ns(t, &info->user_time_ns, &info->cpu_time_ns);
+  }
   info->elapsed_ns = vmt_os_java_time_nanos() - t->start_time_ns;
   info->blocked_count = (int64_t)li.blocked_count;
   info->blocked_time_ns = li.blocked_ns;
@@ -178,17 +186,25 @@ int vmt__mx_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, bool locke
   return 0;
 }
 
-static int check_usage(bool locked_monitors, bool locked_synchronizers) {
-  if (locked_monitors && !vmt_mx_is_object_monitor_usage_supported()) return -ENOTSUP;
-  if (locked_synchronizers && !vmt_mx_is_synchronizer_usage_supported()) return -ENOTSUP;
+/* -EINVAL for unknown flags, -ENOTSUP for usage this runtime cannot report (never here). */
+static int check_flags(uint32_t flags) {
+  if (flags & ~(uint32_t)VMT__MX_INFO_PUBLIC_FLAGS) return -EINVAL;
+  if ((flags & VMT_MX_INFO_LOCKED_MONITORS) && !vmt_mx_is_object_monitor_usage_supported())
+    return -ENOTSUP;
+  if ((flags & VMT_MX_INFO_LOCKED_SYNCHRONIZERS) && !vmt_mx_is_synchronizer_usage_supported())
+    return -ENOTSUP;
   return 0;
 }
 
-static int info_array(const int64_t *ids, size_t count, bool locked_monitors,
-                      bool locked_synchronizers, int32_t max_depth, const void *caller_pc,
-                      vmt_thread_info_t ***out) {
+static uint32_t locked_flags(bool locked_monitors, bool locked_synchronizers) {
+  return (locked_monitors ? VMT_MX_INFO_LOCKED_MONITORS : 0) |
+         (locked_synchronizers ? VMT_MX_INFO_LOCKED_SYNCHRONIZERS : 0);
+}
+
+static int info_array(const int64_t *ids, size_t count, uint32_t flags, int32_t max_depth,
+                      const void *caller_pc, vmt_thread_info_t ***out) {
   if (!ids || !out || max_depth < 0 || vmt__mx_ids_invalid(ids, count)) return -EINVAL;
-  int rc = check_usage(locked_monitors, locked_synchronizers);
+  int rc = check_flags(flags);
   if (rc) return rc;
   vmt_thread_info_t **infos = vmt__mx_calloc(count ? count : 1, sizeof(*infos));
   if (!infos) return -ENOMEM;
@@ -203,8 +219,7 @@ static int info_array(const int64_t *ids, size_t count, bool locked_monitors,
   for (size_t i = 0; i < count && rc == 0; i++) {
     vmt_thread_t *t = vmt__mx_lookup(snap, ids[i], &hint);
     vmt__mx_prefetch_ahead(snap, hint, VMT__MX_RECORD_ALL);
-    rc = vmt__mx_thread_info(snap, t, locked_monitors, locked_synchronizers, &stacks,
-                             &infos[i]);
+    rc = vmt__mx_thread_info(snap, t, flags, &stacks, &infos[i]);
   }
   vmt__mx_stacks_end(&stacks);
   vmt__registry_release(snap);
@@ -220,7 +235,7 @@ __attribute__((noinline)) int vmt_mx_get_thread_info(int64_t id, int32_t max_dep
                                                      vmt_thread_info_t **out) {
   if (id <= 0 || max_depth < 0 || !out) return -EINVAL;
   vmt_thread_info_t **one;
-  int rc = info_array(&id, 1, false, false, max_depth, VMT__MX_CALLER_PC(), &one);
+  int rc = info_array(&id, 1, 0, max_depth, VMT__MX_CALLER_PC(), &one);
   if (rc) return rc;
   *out = one[0];
   free(one);
@@ -232,14 +247,20 @@ __attribute__((noinline)) int vmt_mx_get_thread_info_array(const int64_t *ids, s
                                                            bool locked_synchronizers,
                                                            int32_t max_depth,
                                                            vmt_thread_info_t ***out) {
-  return info_array(ids, count, locked_monitors, locked_synchronizers, max_depth,
+  return info_array(ids, count, locked_flags(locked_monitors, locked_synchronizers), max_depth,
                     VMT__MX_CALLER_PC(), out);
 }
 
-int vmt__mx_dump_all(bool locked_monitors, bool locked_synchronizers, int32_t max_depth,
-                     const void *caller_pc, vmt_thread_info_t ***out, size_t *count) {
+__attribute__((noinline)) int vmt_mx_get_thread_info_array_ex(const int64_t *ids, size_t count,
+                                                              uint32_t flags, int32_t max_depth,
+                                                              vmt_thread_info_t ***out) {
+  return info_array(ids, count, flags, max_depth, VMT__MX_CALLER_PC(), out);
+}
+
+int vmt__mx_dump_all(unsigned flags, int32_t max_depth, const void *caller_pc,
+                     vmt_thread_info_t ***out, size_t *count) {
   if (!out || !count || max_depth < 0) return -EINVAL;
-  int rc = check_usage(locked_monitors, locked_synchronizers);
+  int rc = check_flags(flags);
   if (rc) return rc;
   const vmt__snapshot_t *snap = vmt__registry_acquire();
   if (!snap) return -ENOMEM;
@@ -254,8 +275,7 @@ int vmt__mx_dump_all(bool locked_monitors, bool locked_synchronizers, int32_t ma
   for (size_t i = 0; i < snap->count && rc == 0; i++) {
     vmt__mx_prefetch_ahead(snap, i, VMT__MX_RECORD_ALL);
     /* Threads that ended since the snapshot was taken are left out, not reported as NULL. */
-    rc = vmt__mx_thread_info(snap, snap->threads[i], locked_monitors, locked_synchronizers,
-                             &stacks, &infos[n]);
+    rc = vmt__mx_thread_info(snap, snap->threads[i], flags, &stacks, &infos[n]);
     if (infos[n]) n++;
   }
   vmt__mx_stacks_end(&stacks);
@@ -273,6 +293,12 @@ __attribute__((noinline)) int vmt_mx_dump_all_threads(bool locked_monitors,
                                                       bool locked_synchronizers,
                                                       int32_t max_depth,
                                                       vmt_thread_info_t ***out, size_t *count) {
-  return vmt__mx_dump_all(locked_monitors, locked_synchronizers, max_depth, VMT__MX_CALLER_PC(),
-                          out, count);
+  return vmt__mx_dump_all(locked_flags(locked_monitors, locked_synchronizers), max_depth,
+                          VMT__MX_CALLER_PC(), out, count);
+}
+
+__attribute__((noinline)) int vmt_mx_dump_all_threads_ex(uint32_t flags, int32_t max_depth,
+                                                         vmt_thread_info_t ***out,
+                                                         size_t *count) {
+  return vmt__mx_dump_all(flags, max_depth, VMT__MX_CALLER_PC(), out, count);
 }

@@ -160,14 +160,21 @@ int vmt__mx_capture_frames(vmt__mx_stacks_t *s, vmt_thread_t *t, vmt_stack_frame
                            size_t *count, vmt__mx_frame_lock_t **locks, size_t *lock_count);
 void vmt__mx_frames_free(vmt_stack_frame_t *frames);
 
-/* ThreadInfo of a protected thread (info.c), its frames through stacks: *out NULL if t is
- * not listed. 0 or -ENOMEM. */
-int vmt__mx_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, bool locked_monitors,
-                        bool locked_synchronizers, vmt__mx_stacks_t *stacks,
-                        vmt_thread_info_t **out);
-/* dumpAllThreads with the application's return address for the native-frame fallback. */
-int vmt__mx_dump_all(bool locked_monitors, bool locked_synchronizers, int32_t max_depth,
-                     const void *caller_pc, vmt_thread_info_t ***out, size_t *count);
+/* What a ThreadInfo holds besides what it always does: the public VMT_MX_INFO_* flags, and
+ * for the text dump, which prints the total only, its CPU time without the user time (one
+ * clock read instead of three). */
+#define VMT__MX_INFO_PUBLIC_FLAGS                                                     \
+  (VMT_MX_INFO_LOCKED_MONITORS | VMT_MX_INFO_LOCKED_SYNCHRONIZERS | VMT_MX_INFO_NO_CPU_TIME)
+#define VMT__MX_INFO_NO_USER_TIME 0x100u
+
+/* ThreadInfo of a protected thread (info.c), what it holds chosen by flags, its frames
+ * through stacks: *out NULL if t is not listed. 0 or -ENOMEM. */
+int vmt__mx_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, unsigned flags,
+                        vmt__mx_stacks_t *stacks, vmt_thread_info_t **out);
+/* dumpAllThreads, what each ThreadInfo holds chosen by flags (checked: public flags only),
+ * with the application's return address for the native-frame fallback. */
+int vmt__mx_dump_all(unsigned flags, int32_t max_depth, const void *caller_pc,
+                     vmt_thread_info_t ***out, size_t *count);
 
 /* The jstack-style text dump (dump.c) and the JSON dump (dump_json.c) to a stream; 0 or
  * -errno (-EIO for a stream error). */
