@@ -87,13 +87,15 @@ static inline void vmt__mx_prefetch(const vmt_thread_t *t, size_t bytes) {
 
 /*
  * How far ahead of a walk in snapshot order records are prefetched. Walks without a syscall
- * per thread (allocated bytes, the deadlock scan, the lookups of a CPU-time sweep) spend a few
- * ns per record when it is cached and ~100 ns when it comes from memory, which at 10,000
- * threads (2.8 MB of records, more than this machine's L2) is the common case: one ahead,
- * the allocated-bytes sweep cost 21.7 ns per thread at 10,000 against 9.4 at 1000 here (best
- * of 10 calls). Eight ahead keeps enough loads in flight.
+ * per thread (ids, allocated bytes, the deadlock scan, the lookups of a CPU-time sweep) spend
+ * a few ns per record when it is cached, and 40-100 ns when it comes from L3 or memory, which
+ * at 10,000 threads (2.8 MB of records, more than this machine's 1 MB L2) is the common case:
+ * one ahead, the allocated-bytes sweep cost 21.7 ns per thread at 10,000 against 9.4 at 1000
+ * here (best of 10 calls). 32 ahead covers ~100 ns of such walking; against 8 ahead it took
+ * getAllThreadIds of 10,000 cold records from 18-21 to 12-17 ns per thread (three runs each,
+ * the caches flushed before every call).
  */
-#define VMT__MX_PREFETCH_AHEAD 8
+#define VMT__MX_PREFETCH_AHEAD 32
 
 /* The first bytes of the record a walk in snapshot order reaches VMT__MX_PREFETCH_AHEAD
  * lookups after hint. */

@@ -23,10 +23,10 @@
 
 #include "runtime/sync/sync_impl.h"
 
-/* How many records ahead the first read prefetches the lock state it reads: ~100 ns from
- * memory against a few ns of work per thread (as VMT__MX_PREFETCH_AHEAD, in
+/* How many records ahead the first read prefetches the lock state it reads: up to ~100 ns
+ * from memory against a few ns of work per thread (as VMT__MX_PREFETCH_AHEAD, in
  * runtime/management/management_impl.h). */
-#define VMT__DEADLOCK_PREFETCH 8
+#define VMT__DEADLOCK_PREFETCH 32
 
 typedef struct node {
   struct vmt__lock *lock;   /* what this thread waits for, NULL if none */
