@@ -5,7 +5,7 @@
 #
 # RESULTS.jsonl holds one JSON object per line, as printed by `--json` of our C benchmarks
 # (bench "cpu_time", "timers", "thread_start", "monitors", "management") and of
-# bench/java/HotSpotBench.java (bench "hotspot", "hotspot_thread_start"):
+# bench/java/*Bench.java (bench "hotspot", "hotspot_thread_start", "hotspot_management"):
 #   {"bench":..,"variant":..,"unit":..,"samples":N,"mean":..,"p50":..,"p90":..,"p99":..,
 #    "p999":..,"p9999":..,"max":..}   plus optional extra keys (min, user_us, sys_us, jvm...).
 # Thread-start rows carry us/thread with p50 = median over repeats and min/max over repeats.
@@ -22,6 +22,10 @@
 #   management_sweeps.svg       ns per thread of each management sweep (p50 / threads) against
 #                               the number of live threads (bench management, variants
 #                               <operation>_<threads> carrying a "threads" key)
+#   management_vs_hotspot.svg   one panel per management call: vmthread's ns per thread against
+#                               the number of live threads, and HotSpot's (bench
+#                               hotspot_management, bench/java/ManagementBench.java) on every
+#                               JDK of the file
 #   wake_latency.svg            percentile profile (us) of every bench "wake" row and HotSpot's
 #                               interrupt_sleep, unpark and exit_join (bench hotspot_wake)
 #   handshake_latency.svg       percentile profile (us) of the requests to a running target at
@@ -236,12 +240,60 @@ if sweeps:
     lines = []
     for i, op in enumerate(ops):
         # The CPU-time sweep is vmthread's headline; the bare loop and /proc are its baselines.
-        kind = {"cpu_time_sweep": "vmt_", "bare_clock_sweep": "", "proc_sweep": ""}.get(op, "vmt_")
+        kind = {"cpu_time_sweep": "vmt_", "bare_clock_sweep": "", "raw_clock_sweep": "",
+                "proc_sweep": ""}.get(op, "vmt_")
         fake = {"bench": "management", "variant": kind + op}
         lines.append('"%s" using 1:%d with linespoints ps 0.8 %s title columnheader(%d)'
                      % (dat, i + 2, style(fake, COLOURS[i % len(COLOURS)]), i + 2))
     with open(os.path.join(tmp, "management.plot"), "w") as out:
         out.write("plot " + ", \\\n     ".join(lines) + "\n")
+# vmthread against HotSpot, one panel per call that both sides measured: per-thread p50
+# against the thread count, vmthread thick, each JDK dashed.
+def per_thread_series(bench):
+    """{operation: {series label: {threads: ns per thread}}} for one bench."""
+    out = {}
+    for row in rows:
+        n = row.get("threads")
+        m = re.match(r"(.+)_(\d+)$", row["variant"])
+        med = number(row.get("p50"))
+        if row["bench"] != bench or not isinstance(n, int) or n <= 0 or not m \
+                or int(m.group(2)) != n or med is None or med <= 0 or row.get("unit") != "ns":
+            continue
+        series = "vmthread"
+        if bench != "management":
+            jvm = row.get("jvm")
+            major = re.match(r"(\d+)", jvm) if isinstance(jvm, str) else None
+            series = "HotSpot " + (major.group(1) if major else "?")
+        out.setdefault(m.group(1), {}).setdefault(series, {})[n] = med / n
+    return out
+
+
+ours, theirs = per_thread_series("management"), per_thread_series("hotspot_management")
+panels = [op for op in theirs if op in ours]
+if panels:
+    plot = ['set multiplot layout %d,%d title "Management calls: p50 per thread by live threads '
+            '(thick: vmthread, dashed: HotSpot)"' % ((len(panels) + 3) // 4, min(4, len(panels)))]
+    for op in panels:
+        series = dict(ours[op])
+        series.update(sorted(theirs[op].items()))
+        names = list(series)
+        counts = sorted({n for per in series.values() for n in per})
+        dat = os.path.join(tmp, "vs_%s.dat" % op)
+        with open(dat, "w") as out:
+            out.write("threads\t" + "\t".join(names) + "\n")
+            for n in counts:
+                out.write("%d\t%s\n" % (n, "\t".join(repr(series[s][n]) if n in series[s]
+                                                     else "NaN" for s in names)))
+        lines = []
+        for i, name in enumerate(names):
+            fake = {"bench": "management" if name == "vmthread" else "hotspot", "variant": "vmt_"}
+            lines.append('"%s" using 1:%d with linespoints ps 0.6 %s title columnheader(%d)'
+                         % (dat, i + 2, style(fake, COLOURS[i % len(COLOURS)]), i + 2))
+        plot.append('set title "%s"' % op)
+        plot.append("plot " + ", ".join(lines))
+    plot.append("unset multiplot")
+    with open(os.path.join(tmp, "management_vs_hotspot.plot"), "w") as out:
+        out.write("\n".join(plot) + "\n")
 PY
 
 # Settings every plot shares. noenhanced: variant names hold underscores, which gnuplot
@@ -347,13 +399,32 @@ set xlabel "live threads (log scale)"
 set ylabel "ns per thread (log scale)"
 set logscale xy
 set format y "%g"
-set xrange [0.7:1500]
+set xrange [0.7:15000]
 $(cat "$tmp/management.plot")
 EOF
     echo "plot.sh: wrote $outdir/management_sweeps.svg"
     made=$((made + 1))
 else
     echo "plot.sh: no management rows: management_sweeps.svg skipped"
+fi
+
+if [[ -f $tmp/management_vs_hotspot.plot ]]; then
+    gnuplot <<EOF
+$common
+set terminal svg size 1600,900 dynamic noenhanced font "sans,11" background rgb "white"
+set output "$outdir/management_vs_hotspot.svg"
+set xlabel "live threads"
+set ylabel "ns per thread"
+set logscale xy
+set format y "%g"
+set xrange [0.7:15000]
+set key inside left top font "sans,9"
+$(cat "$tmp/management_vs_hotspot.plot")
+EOF
+    echo "plot.sh: wrote $outdir/management_vs_hotspot.svg"
+    made=$((made + 1))
+else
+    echo "plot.sh: no hotspot_management rows next to management rows: management_vs_hotspot.svg skipped"
 fi
 
 echo "plot.sh: $made plot(s) in $outdir"

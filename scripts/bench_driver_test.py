@@ -49,6 +49,7 @@ class Tables(unittest.TestCase):
                   ("thread_start", "<=", 1.15), ("thread_start", "<=", 1.10),
                   ("monitors.uncontended", "<=", 1.3), ("monitors.uncontended", "<=", 1.05),
                   ("management", "<=", 1.3), ("management", ">=", 15),
+                  ("management", "<=", 1.1),
                   ("wake", "<=", 1.1), ("wake", "<=", 1.2), ("wake", "<=", 1.0)}
         have = {(num[0], op, limit) for _, num, _, op, limit, _ in d.HEADLINE_RATIOS}
         self.assertLessEqual(wanted, have)
@@ -207,6 +208,92 @@ class PerJdk(unittest.TestCase):
             d.HOTSPOT_COMPARISON = saved
 
 
+def per_thread(bench, op, n, ns, **extra):
+    return row(bench, "%s_%d" % (op, n), ns * n, threads=n, per_thread_ns=ns,
+               cpu_per_thread_ns=ns, **extra)
+
+
+class Growth(unittest.TestCase):
+    def test_clock_calls_are_held_to_the_floors_growth(self):
+        rows = [per_thread("management", "cpu_time_sweep", 1000, 200.0),
+                per_thread("management", "cpu_time_sweep", 10000, 330.0),
+                per_thread("management", "raw_clock_sweep", 1000, 190.0),
+                per_thread("management", "raw_clock_sweep", 10000, 300.0)]
+        line = summary_line(rows, "management: cpu_time_sweep per thread, 10,000 / 1000 "
+                            "threads, over")
+        self.assertEqual(line[3], "PASS")   # 1.65 / 1.58 = 1.045
+        self.assertTrue(line[1].startswith("1.04x (cpu_time_sweep 1.65x / raw_clock_sweep 1.58x"),
+                        line[1])
+        rows[1]["cpu_per_thread_ns"] = 400.0    # 2.0 / 1.58 = 1.27
+        self.assertEqual(summary_line(rows, "management: cpu_time_sweep per thread, 10,000 / "
+                                      "1000 threads, over")[3], "MISS")
+        raw = summary_line(rows, "management: cpu_time_sweep per thread, 10,000 / 1000 threads "
+                           "(raw)")
+        self.assertEqual((raw[1][:5], raw[3]), ("2.00x", "report"))
+
+    def test_plain_calls_are_held_to_flat_and_missing_rows_are_na(self):
+        rows = [per_thread("management", "all_ids", 1000, 2.0),
+                per_thread("management", "all_ids", 10000, 2.1)]
+        rows[1]["per_thread_ns"] = 50.0   # wall clock, preempted: not what growth reads
+        line = summary_line(rows, "management: all_ids per thread")
+        self.assertEqual((line[2], line[3]), ("<= 1.10x", "PASS"))
+        rows[1]["cpu_per_thread_ns"] = 2.4
+        self.assertEqual(summary_line(rows, "management: all_ids per thread")[3], "MISS")
+        line = summary_line(rows[:1], "management: all_ids per thread")
+        self.assertEqual(line[3], "n/a")
+        self.assertIn("no row management/all_ids_10000", line[1])
+        line = summary_line(rows, "management: dump per thread, 10,000 / 1000 threads, over")
+        self.assertEqual(line[3], "n/a")
+
+
+class HotSpotThresholds(unittest.TestCase):
+    JDKS = [{"label": "hotspot", "name": "OpenJDK 64-Bit Server VM 17.0.15+6"},
+            {"label": "hotspot-jdk25", "name": "OpenJDK 64-Bit Server VM 25.0.3+9-LTS"}]
+
+    def lines(self, c_rows, jdk_rows):
+        return {l[0]: l for l in d.hotspot_summary(c_rows, jdk_rows)}
+
+    def test_every_call_of_every_jdk_has_a_line_with_the_smallest_ratio(self):
+        c_rows = [row("management", "thread_info_all_stacks_%d" % n, 100.0)
+                  for n in d.MANAGEMENT_SIZES]
+        hs17 = [row("hotspot_management", "thread_info_all_stacks_%d" % n, 100.0 * r,
+                    jvm="17.0.15")
+                for n, r in zip(d.MANAGEMENT_SIZES, (9, 6, 7, 8))]
+        hs25 = [row("hotspot_management", "thread_info_all_stacks_%d" % n, 100.0 * r,
+                    jvm="25.0.3")
+                for n, r in zip(d.MANAGEMENT_SIZES, (9, 4, 7, 8))]
+        lines = self.lines(c_rows, [(self.JDKS[0], hs17), (self.JDKS[1], hs25)])
+        self.assertEqual(len(lines), 2 * len(d.MANAGEMENT_PAIRS))
+        l17 = lines["vs HotSpot 17: getThreadInfo(ids, MAX), HotSpot / vmthread p50, every "
+                    "thread count"]
+        self.assertEqual((l17[2], l17[3]), (">= 5x", "PASS"))
+        self.assertTrue(l17[1].startswith("6.00x at 100 threads"), l17[1])
+        l25 = lines["vs HotSpot 25: getThreadInfo(ids, MAX), HotSpot / vmthread p50, every "
+                    "thread count"]
+        self.assertEqual(l25[3], "MISS")
+        other = lines["vs HotSpot 17: getAllThreadIds(), HotSpot / vmthread p50, every thread "
+                      "count"]
+        self.assertEqual((other[2], other[3]), (">= 1x", "n/a"))
+
+    def test_a_thread_count_one_side_lacks_is_named(self):
+        c_rows = [row("management", "dump_%d" % n, 10.0) for n in d.MANAGEMENT_SIZES]
+        hs = [row("hotspot_management", "dump_%d" % n, 100.0) for n in (1, 100, 1000)]
+        line = self.lines(c_rows, [(self.JDKS[0], hs)])[
+            "vs HotSpot 17: text dump (Thread.print -l), HotSpot / vmthread p50, every thread "
+            "count"]
+        self.assertEqual(line[3], "PASS")
+        self.assertTrue(line[1].endswith("not measured at 10,000"), line[1])
+
+    def test_the_pairs_are_in_the_comparison(self):
+        methods = [m for m, _, _ in d.HOTSPOT_COMPARISON]
+        self.assertEqual(len(methods), len(set(methods)))
+        pairs = {(v[1], h[1]) for _, v, h in d.HOTSPOT_COMPARISON}
+        for _, op, limit in d.MANAGEMENT_PAIRS:
+            self.assertIn(limit, (1.0, 5.0))
+            for n in d.MANAGEMENT_SIZES:
+                self.assertIn(("%s_%d" % (op, n), "%s_%d" % (op, n)), pairs)
+
+
 class Comparison(unittest.TestCase):
     def test_ratio_is_hotspot_over_vmthread(self):
         rows = [row("cpu_time", "vmt_user_consistent", 300), row("hotspot", "current_user_time",
@@ -221,7 +308,8 @@ class Comparison(unittest.TestCase):
                 row("hotspot_thread_start", "start_join_1000", 120.0, unit="us/thread")]
         line = [t for t in d.comparison(rows)[0] if t[1] == "thread_start/vmthread"][0]
         self.assertEqual(line[5], "3.00x")
-        self.assertEqual(line[8], "- (< 1000 samples)")
+        self.assertEqual(line[8], "3.00x")   # p99: row() has 100 samples
+        self.assertEqual(line[11], "- (< 1000 samples)")
 
     def test_published_converts_units(self):
         rows = [row("thread_start", "handshake", 60.0, unit="us/thread", csw=30.0),
