@@ -46,24 +46,12 @@ static void prefetch_counter(const vmt__snapshot_t *snap, size_t hint) {
   if (a) __builtin_prefetch(a);
 }
 
+static int64_t thread_bytes(vmt_thread_t *t) { return vmt__alloc_thread_bytes(t); }
+
 int vmt_mx_get_thread_allocated_bytes_array(const int64_t *ids, size_t count, int64_t *out) {
   if (!ids || (!out && count) || vmt__mx_ids_invalid(ids, count)) return -EINVAL;
   if (!vmt__alloc_supported()) return -ENOTSUP;
-  if (!measuring()) {
-    for (size_t i = 0; i < count; i++) out[i] = -1;
-    return 0;
-  }
-  const vmt__snapshot_t *snap = vmt__registry_acquire();
-  if (!snap) return -ENOMEM;
-  size_t hint = 0;
-  for (size_t i = 0; i < count; i++) {
-    vmt_thread_t *t = vmt__mx_lookup(snap, ids[i], &hint);
-    vmt__mx_prefetch_ahead(snap, hint, VMT__MX_RECORD_ALL);
-    prefetch_counter(snap, hint);
-    out[i] = t ? vmt__alloc_thread_bytes(t) : -1;
-  }
-  vmt__registry_release(snap);
-  return 0;
+  return vmt__mx_sweep(ids, count, out, measuring(), thread_bytes, prefetch_counter);
 }
 
 int vmt_mx_get_thread_allocated_bytes(int64_t id, int64_t *bytes) {

@@ -19,24 +19,6 @@ int vmt__mx_switch_set(bool supported, _Atomic bool *sw, bool value) {
   return 0;
 }
 
-int vmt__mx_sweep(const int64_t *ids, size_t count, int64_t *out, bool measuring,
-                  vmt__mx_query_fn query) {
-  if (!measuring) {
-    for (size_t i = 0; i < count; i++) out[i] = -1;
-    return 0;
-  }
-  const vmt__snapshot_t *snap = vmt__registry_acquire();
-  if (!snap) return -ENOMEM;
-  size_t hint = 0;
-  for (size_t i = 0; i < count; i++) {
-    vmt_thread_t *t = vmt__mx_lookup(snap, ids[i], &hint);
-    vmt__mx_prefetch_ahead(snap, hint, VMT__MX_RECORD_ALL);
-    out[i] = t ? query(t) : -1;
-  }
-  vmt__registry_release(snap);
-  return 0;
-}
-
 bool vmt__mx_ids_invalid(const int64_t *ids, size_t count) {
   for (size_t i = 0; i < count; i++)
     if (ids[i] <= 0) return true;

@@ -13,6 +13,7 @@
 #error "this header is private to runtime/management/ (runtime/management/BUILD.bazel)"
 #endif
 
+#include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -116,8 +117,28 @@ int vmt__mx_switch_set(bool supported, _Atomic bool *sw, bool value);
  * whole sweep. Arguments are checked by the caller. 0 or -ENOMEM.
  */
 typedef int64_t (*vmt__mx_query_fn)(vmt_thread_t *t);
-int vmt__mx_sweep(const int64_t *ids, size_t count, int64_t *out, bool measuring,
-                  vmt__mx_query_fn query);
+/* What the sweep also prefetches for the lookups ahead of hint (NULL: the records only). */
+typedef void (*vmt__mx_prefetch_fn)(const vmt__snapshot_t *snap, size_t hint);
+/* Inline, so that each caller's query and prefetch are direct calls the compiler can inline. */
+static inline int vmt__mx_sweep(const int64_t *ids, size_t count, int64_t *out,
+                                bool measuring, vmt__mx_query_fn query,
+                                vmt__mx_prefetch_fn prefetch) {
+  if (!measuring) {
+    for (size_t i = 0; i < count; i++) out[i] = -1;
+    return 0;
+  }
+  const vmt__snapshot_t *snap = vmt__registry_acquire();
+  if (!snap) return -ENOMEM;
+  size_t hint = 0;
+  for (size_t i = 0; i < count; i++) {
+    vmt_thread_t *t = vmt__mx_lookup(snap, ids[i], &hint);
+    vmt__mx_prefetch_ahead(snap, hint, VMT__MX_RECORD_ALL);
+    if (prefetch) prefetch(snap, hint);
+    out[i] = t ? query(t) : -1;
+  }
+  vmt__registry_release(snap);
+  return 0;
+}
 
 /* True if any of the count ids is <= 0 (Java: IllegalArgumentException). */
 bool vmt__mx_ids_invalid(const int64_t *ids, size_t count);
