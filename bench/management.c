@@ -222,7 +222,8 @@ static int64_t sweep_raw_clock(ctx_t *c) {
   int64_t t0 = vmtb_now_ns();
   for (int i = 0; i < c->n; i++) {
     struct timespec ts;
-    if (vmt_os__clock_syscall(c->ps[i].clock, &ts) == 0) acc += ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    if (vmt_os__clock_syscall(c->ps[i].clock, &ts) == 0)
+      acc += ts.tv_sec * 1000000000LL + ts.tv_nsec;
   }
   int64_t t1 = vmtb_now_ns();
   VMTB_SINK(acc);
@@ -419,7 +420,7 @@ static void run_size(const vmtb_options_t *opts, int n) {
   size_t cpu_samples = scaled(opts, n >= 10000 ? 100 : n >= 1000 ? 300 : n >= 100 ? 1000 : 20000);
   /* The headline ratios are medians at 1000 and 10,000 threads: with 60 samples (--quick)
    * they moved by +-10% between runs on the shared test machine, so keep 150 (40 at 10,000,
-   * where one sample of all of them takes ~15 ms) even then. */
+   * where one sample of all three takes ~20 ms) even then. */
   size_t cpu_min = n >= 10000 ? 40 : n >= 1000 ? 150 : 0;
   if (cpu_samples < cpu_min) cpu_samples = cpu_min;
   variant_t cpu[4] = {{.name = "cpu_time_sweep", .sweep = sweep_cpu_array},

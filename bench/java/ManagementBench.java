@@ -26,7 +26,7 @@
 //
 // Method, as bench/management.c: for each thread count, the calls are sampled interleaved, in
 // a freshly shuffled order each round, after a warm-up round; percentiles are nearest-rank.
-// --quick leaves out 10,000 threads (a round of the calls with stacks takes 1-2 s there, and
+// --quick leaves out 10,000 threads (a round of the calls with stacks takes 1.5-3.5 s there, and
 // the quick suite has two minutes for everything); the default run has them.
 //
 // Build and run (Java 17, no dependencies):

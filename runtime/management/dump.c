@@ -350,8 +350,8 @@ void vmt__mx_format_utc_now(char *buf, size_t len, bool iso8601) {
 /*
  * The dump into t, and with a stream every 64 KiB of it to out (out NULL: all of it stays in t,
  * for vmt_mx_thread_dump_to_string). Each thread's ThreadInfo is taken, formatted and freed in
- * turn, so that the dump of 10,000 threads does not first hold 10,000 ThreadInfos (17 MB with
- * 20 frames each) and then read them back from memory; only the deadlocked threads' are kept
+ * turn, so that the dump of 10,000 threads does not first hold 10,000 ThreadInfos (about 17 MB
+ * with 20 frames each) and then read them back from memory; only the deadlocked threads' are kept
  * for the deadlock section. The header counts the threads listed when the dump begins (a thread
  * that ends during the dump is left out, as from dumpAllThreads).
  */

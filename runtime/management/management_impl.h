@@ -153,15 +153,15 @@ int64_t vmt__mx_thread_user_ns(vmt_thread_t *t);
 void vmt__mx_thread_user_and_cpu_ns(vmt_thread_t *t, int64_t *user, int64_t *cpu);
 
 /*
- * Stack capture (stack.c) for one management call: begin takes the walker (under its lock,
- * held until end, so a replacement waits for the call, with cancellation off in between: the
- * walker is the VM's code) and end releases it and the call's scratch buffer. max_depth <= 0 takes nothing. capture gives t's frames, at most max_depth,
- * as one malloc'ed block holding the array and its strings (free with vmt__mx_frames_free):
- * with a registered walker the walker's frames; else, for the calling thread, its native
- * frames above caller_pc (the return address into the application of the public call, so the
- * runtime's own frames are not shown); else none. When locks is not NULL, *locks gets what
- * the walker reported with vmt_mx_frame_holds_monitor (malloc'ed, free(); NULL and 0 when
- * nothing), each report naming a frame that was returned. 0 or -ENOMEM.
+ * Stack capture (stack.c) for one management call: begin takes the walker (under its lock, held
+ * until end, so a replacement waits for the call, with cancellation off in between: the walker is
+ * the VM's code) and end releases it and the call's scratch buffer. max_depth <= 0 takes nothing.
+ * capture gives t's frames, at most max_depth, as one malloc'ed block holding the array and its
+ * strings (free with vmt__mx_frames_free): with a registered walker the walker's frames; else, for
+ * the calling thread, its native frames above caller_pc (the return address into the application
+ * of the public call, so the runtime's own frames are not shown); else none. When locks is not
+ * NULL, *locks gets what the walker reported with vmt_mx_frame_holds_monitor (malloc'ed, free();
+ * NULL and 0 when nothing), each report naming a frame that was returned. 0 or -ENOMEM.
  */
 typedef struct vmt__mx_frame_lock {
   int32_t identity;   /* the monitor's (vmt__lock_desc_t.identity) */
