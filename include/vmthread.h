@@ -5,6 +5,7 @@
  *   vmthread/clock.h       CPU time of threads and fast time sources
  *   vmthread/monitor.h     monitors, synchronizers, sleep and park
  *   vmthread/management.h  the C mirror of java.lang.management.ThreadMXBean
+ *   vmthread/vmservices.h  execution states, the poll, handshakes, safepoints, suspension
  */
 #ifndef VMTHREAD_H
 #define VMTHREAD_H
@@ -14,5 +15,6 @@
 #include "vmthread/clock.h"
 #include "vmthread/monitor.h"
 #include "vmthread/management.h"
+#include "vmthread/vmservices.h"
 
 #endif /* VMTHREAD_H */

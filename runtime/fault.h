@@ -30,6 +30,10 @@ typedef enum vmt__fault_site {
    * waits for is named: a hook there can end that owner and give its record to a new thread
    * (test/monitor_internal_test.c). */
   VMT__FAULT_LOCK_OWNER,
+  /* thread/exit.c, in VM code between the VM services' two exit steps: a hook there queues a
+   * handshake or begins a safepoint while the thread is half-way out
+   * (test/vms_exit_internal_test.c). */
+  VMT__FAULT_THREAD_EXITING,
   VMT__FAULT_SITE_COUNT,
 } vmt__fault_site_t;
 

@@ -43,6 +43,7 @@ enum {
   VMT__RANK_MANAGEMENT = 100,
   VMT__RANK_THREAD = 200,
   VMT__RANK_SYNC = 300,
+  VMT__RANK_VMSERVICES = 350,   /* between sync and the registry, as the package is */
   VMT__RANK_REGISTRY = 400,
   VMT__RANK_PORT = 500,
   VMT__RANK_FAULT = 600,

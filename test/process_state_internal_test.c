@@ -156,19 +156,26 @@ static void every_name_in_a_row_exists(void **state) {
   assert_int_equal(stale, 0);
 }
 
-/* The layer a file belongs to, as a rank base (runtime/process.h). */
-static int layer_rank(const char *file) {
+/* The layer a file belongs to, as its block of ranks [*base, *end) (runtime/process.h): from
+ * its base to the next layer's, top to bottom. */
+static bool layer_block(const char *file, int *base, int *end) {
   static const struct {
     const char *prefix;
     int rank;
   } layers[] = {
       {"runtime/management/", VMT__RANK_MANAGEMENT}, {"runtime/thread/", VMT__RANK_THREAD},
-      {"runtime/sync/", VMT__RANK_SYNC},             {"runtime/registry/", VMT__RANK_REGISTRY},
-      {"os_linux/", VMT__RANK_PORT},                 {"runtime/fault.c", VMT__RANK_FAULT},
+      {"runtime/sync/", VMT__RANK_SYNC},             {"runtime/vmservices/", VMT__RANK_VMSERVICES},
+      {"runtime/registry/", VMT__RANK_REGISTRY},     {"os_linux/", VMT__RANK_PORT},
+      {"runtime/fault.c", VMT__RANK_FAULT},
   };
-  for (size_t i = 0; i < sizeof(layers) / sizeof(layers[0]); i++)
-    if (strncmp(file, layers[i].prefix, strlen(layers[i].prefix)) == 0) return layers[i].rank;
-  return -1;
+  size_t n = sizeof(layers) / sizeof(layers[0]);
+  for (size_t i = 0; i < n; i++)
+    if (strncmp(file, layers[i].prefix, strlen(layers[i].prefix)) == 0) {
+      *base = layers[i].rank;
+      *end = i + 1 < n ? layers[i + 1].rank : layers[i].rank + 100;
+      return true;
+    }
+  return false;
 }
 
 static void rows_are_well_formed(void **state) {
@@ -191,10 +198,9 @@ static void rows_are_well_formed(void **state) {
     if (s->prepare) assert_non_null(s->parent);
     if (!handlers) continue;
     /* Its layer's block of ranks: upper layers' locks are taken first. */
-    int base = layer_rank(s->file);
-    if (base < 0 || s->rank < base || s->rank >= base + 100)
-      fail_msg("%s: rank %d outside its layer's block %d..%d", s->file, s->rank, base,
-               base + 99);
+    int base = -1, end = -1;
+    if (!layer_block(s->file, &base, &end) || s->rank < base || s->rank >= end)
+      fail_msg("%s: rank %d outside its layer's block %d..%d", s->file, s->rank, base, end - 1);
     for (size_t o = 0; o < r; o++)
       if ((rows[o].prepare || rows[o].parent || rows[o].child) && rows[o].rank == s->rank)
         fail_msg("%s and %s share rank %d: their order would depend on the link", s->file,

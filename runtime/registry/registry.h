@@ -9,6 +9,8 @@
  * Ownership of the thread record's fields:
  *   runtime/registry/, runtime/thread/  identity, options, state, refs, join, os, category, kind
  *   runtime/sync/                       sync (struct vmt__thread_sync, below)
+ *   runtime/vmservices/                 exec (the execution state and poll word) and vms
+ *                                       (struct vmt__thread_vms, below)
  *   runtime/thread/alloc.c              the allocated-bytes counter pointer
  */
 #ifndef VMT_RUNTIME_REGISTRY_REGISTRY_H
@@ -31,6 +33,7 @@ typedef enum vmt__thread_kind {
 struct vmt_monitor;
 struct vmt_sync;
 struct vmt__lock;   /* what monitors and synchronizers share (runtime/sync/sync_impl.h) */
+struct vmt__hs_node;   /* a queued handshake operation (runtime/vmservices/vmservices_impl.h) */
 
 /* Per-thread synchronization state, owned by the sync package (runtime/sync/). Written by the
  * owning thread; read by management code holding a registry snapshot. All zero in a fresh
@@ -65,6 +68,26 @@ struct vmt__thread_sync {
   bool silent;
 };
 
+/* Per-thread state of the VM services (runtime/vmservices/), except the execution state and
+ * poll word, which sit in the record's first cache line (`exec`). All zero in a fresh record:
+ * a thread starts in native code (safe), with nothing queued and no suspension. Fork: the
+ * forking thread's queue keeps only its own asynchronous operations, its counts are zeroed and
+ * its exec word keeps its state (runtime/vmservices/lifecycle.c); the other records are the
+ * registry's, tombstoned in the child. */
+#define VMT__SUSPEND_REASONS 3    /* = VMT_SUSPEND_REASON_COUNT (include/vmthread/vmservices.h) */
+struct vmt__thread_vms {
+  _Atomic uint32_t queue_lock;              /* futex lock over the operation queue */
+  struct vmt__hs_node *queue_head;          /* FIFO of handshake operations (queue_lock) */
+  struct vmt__hs_node *queue_tail;
+  int32_t ops_depth;                        /* owner only: > 0 while it runs its own ops */
+  _Atomic int32_t suspend_total;            /* sum of suspend_counts, readable by anyone */
+  int32_t suspend_counts[VMT__SUSPEND_REASONS];   /* under the suspension lock */
+  _Atomic int64_t last_safe_ns;             /* vmt_os_elapsed_nanos() at its last slow-path
+                                               safe point (poll, transition); 0 = never */
+  struct vmt_thread *sp_next;               /* the safepoint coordinator's list of armed
+                                               threads (under its lock) */
+};
+
 /* Per-category figures (Eclipse OMR keeps these for GC/JIT/application threads). */
 typedef struct vmt__category {
   struct vmt__category *next;
@@ -74,23 +97,28 @@ typedef struct vmt__category {
 } vmt__category_t;
 
 struct vmt_thread {
-  /* The first 64 bytes hold what a registry walk reads of every record (id, kind, the two
-   * states, counted), so a walk over 1000 threads touches one line per record. */
+  /* The first 64 bytes hold what a registry walk reads of every record (id, kind, the
+   * states, counted), so a walk over 1000 threads touches one line per record; the safepoint
+   * coordinator's walk reads `exec` and registry_state only. */
   uint32_t magic;                    /* VMT__THREAD_MAGIC while references exist */
-  _Atomic int32_t refs;
+  /* Execution state and poll flags in one word (runtime/vmservices/vmservices_impl.h), at the
+   * offset the public poll reads (VMT_POLL_OFFSET, include/vmthread/vmservices.h). */
+  _Atomic uint32_t exec;
   int64_t id;
+  _Atomic int32_t refs;
   vmt__thread_kind_t kind;
   _Atomic int32_t registry_state;    /* VMT__REG_*; registry.c, under its writer lock */
-  char *name;                        /* full name, immutable */
-  char os_name[VMT_THREAD_OS_NAME_MAX + 1];
-  vmt__category_t *category;         /* interned, lives for the process */
   _Atomic int state;                 /* vmt_thread_state_t */
   _Atomic bool counted;              /* included in live/daemon/category counts (registry.c) */
   bool daemon;
   int priority;
+  char *name;                        /* full name, immutable */
+  char os_name[VMT_THREAD_OS_NAME_MAX + 1];
+  vmt__category_t *category;         /* interned, lives for the process */
   int64_t start_time_ns;             /* vmt_os_java_time_nanos() at start/attach */
   vmt_os_thread_t os;
   struct vmt__thread_sync sync;      /* sync package */
+  struct vmt__thread_vms vms;        /* VM services package */
   /* jemalloc's per-thread allocated-bytes counter, published by the owner at start, cleared
    * at exit. */
   _Atomic(const uint64_t *) allocatedp;

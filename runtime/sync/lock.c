@@ -280,7 +280,14 @@ int64_t vmt__deadline_after(int64_t timeout_ns) {
 int vmt__wait_turn(_Atomic uint32_t *word, uint32_t expected, int64_t deadline_ns) {
   if (deadline_ns != VMT_OS_NO_DEADLINE && vmt_os_java_time_nanos() >= deadline_ns)
     return -ETIMEDOUT;
+  /* The sleep is a safe region (HotSpot's ThreadBlockInVM): a safepoint, a handshake or a
+   * suspension need not wait for it, and the thread stays put until they let it go. If it
+   * has to stay, it first passes on the wake-up it may have been given (a lock hand-off meant
+   * for whoever can take the lock now; every waiter absorbs a spurious one). */
+  vmt_thread_t *t = vmt__current;
+  int saved = vmt__region_enter(t);
   vmt_os_futex_wait(word, expected, deadline_ns);   /* any result: the caller re-checks */
+  vmt__region_leave(t, saved, word);
   return 0;
 }
 

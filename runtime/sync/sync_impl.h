@@ -47,6 +47,7 @@
 #include "runtime/process.h"
 #include "runtime/registry/registry.h"
 #include "runtime/sync/sync.h"
+#include "runtime/vmservices/vmservices.h"
 
 #define VMT__LOCK_MAGIC_MONITOR 0x766d6d6fu   /* "vmmo" */
 #define VMT__LOCK_MAGIC_SYNC 0x766d7379u      /* "vmsy" */
@@ -312,7 +313,9 @@ static inline uint64_t vmt__contention_current_epoch(void) {
 int64_t vmt__deadline_after(int64_t timeout_ns);
 /* One turn of every blocking loop here (lock word, wait, park, sleep): -ETIMEDOUT once the
  * deadline has passed; else sleeps while *word == expected until a wake-up, a signal or the
- * deadline, and returns 0 for the caller to re-check its condition. */
+ * deadline, and returns 0 for the caller to re-check its condition. The sleep is a safe region
+ * of the calling thread (runtime/vmservices/vmservices.h); leaving it may wait for a safepoint
+ * to end, a handshake on the thread's behalf to finish or a suspension to be lifted. */
 int vmt__wait_turn(_Atomic uint32_t *word, uint32_t expected, int64_t deadline_ns);
 
 /* Maps an owner token to a thread id using snap (0 when it is no listed runtime thread). The

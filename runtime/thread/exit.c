@@ -4,6 +4,9 @@
  * detach of an attached thread.
  *
  * Order, and why:
+ *  -. The thread moves into VM code (vmt__vms_thread_exit_begin): it runs its pending
+ *     handshakes, and waits while suspended or while a safepoint holds, so that none of what
+ *     follows happens under a safepoint or to a suspended thread.
  *  0. Locks the thread still holds are released (vmt__monitor_thread_end): their waiters must
  *     not wait for a thread that is gone, nor for the next thread to reuse this record. A
  *     detach is no end: the thread may still be inside them, so it keeps them, and the record
@@ -11,7 +14,9 @@
  *  1. CPU time of the thread, added to its category's exited total, then the port record is
  *     marked exiting. A category sum (exited total + live threads' clocks) may count the last
  *     microseconds twice for an instant, never miss them, and never goes backwards.
- *  2. TERMINATED, then out of the registry: live/daemon/category counts drop here.
+ *  2. TERMINATED; then EXITED for the VM services (vmt__vms_thread_exit_end: what was queued
+ *     meanwhile runs, later requests get -ESRCH); then out of the registry: live/daemon/
+ *     category counts drop here.
  *  3. Allocation counters folded into the exited total (alloc.c).
  *  4. `done` (release): the bookkeeping is complete. Joiners wait in pthread_join, which
  *     returns only after the thread's very end, so they see all of the above; the exiting
@@ -25,6 +30,8 @@
 void vmt__thread_finish(vmt_thread_t *t, bool goes_on) {
   int old_cancel;
   pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old_cancel);
+  vmt__vms_thread_exit_begin(t);
+  (void)vmt__fault_hit(VMT__FAULT_THREAD_EXITING);   /* a hook point only */
   bool kept = goes_on && vmt__monitor_keep(t);
   if (!kept) vmt__monitor_thread_end(t);
   int64_t cpu = vmt_os_current_thread_cpu_time(false);
@@ -33,6 +40,7 @@ void vmt__thread_finish(vmt_thread_t *t, bool goes_on) {
                               memory_order_relaxed);
   vmt_os_thread_mark_exiting(&t->os);
   atomic_store_explicit(&t->state, VMT_THREAD_TERMINATED, memory_order_release);
+  vmt__vms_thread_exit_end(t);
   vmt__registry_remove(t);
   vmt__alloc_thread_end(t);
   vmt__current = NULL;

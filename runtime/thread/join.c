@@ -20,10 +20,18 @@
 
 #include "runtime/thread/thread_impl.h"
 
+typedef struct join_wait {
+  vmt_thread_t *t;
+  vmt_thread_t *self;
+  int saved;   /* the joiner's execution state before the safe region */
+} join_wait_t;
+
 static void join_cancelled(void *arg) {
-  vmt_thread_t *t = arg;
-  atomic_store_explicit(&t->joined, false, memory_order_release);
-  vmt__record_unref(t);
+  join_wait_t *w = arg;
+  /* The joiner unwinds in the state it was in, not in the safe region's. */
+  vmt__region_leave(w->self, w->saved, NULL);
+  atomic_store_explicit(&w->t->joined, false, memory_order_release);
+  vmt__record_unref(w->t);
 }
 
 int vmt_thread_join(vmt_thread_t *t, void **result) {
@@ -42,9 +50,13 @@ int vmt_thread_join(vmt_thread_t *t, void **result) {
        * thread ran its whole exit path: the bookkeeping is done by then. A thread of a fork's
        * parent process does not exist here: nothing to wait for. */
       if (vmt__thread_of_this_process(t)) {
-        pthread_cleanup_push(join_cancelled, t);
+        /* A safe region, like the runtime's other blocking calls (vmservices.h). */
+        join_wait_t w = {.t = t, .self = vmt__current};
+        w.saved = vmt__region_enter(w.self);
+        pthread_cleanup_push(join_cancelled, &w);
         pthread_join(t->pthread, NULL);
         pthread_cleanup_pop(0);
+        vmt__region_leave(w.self, w.saved, NULL);
       }
       t->owns_pthread = false;
       if (result) *result = t->result;

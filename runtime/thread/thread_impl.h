@@ -14,6 +14,7 @@
 #include "runtime/registry/registry.h"
 #include "runtime/sync/sync.h"
 #include "runtime/thread/thread.h"
+#include "runtime/vmservices/vmservices.h"
 
 /* ---- Options (options.c) --------------------------------------------------------------- */
 /* Validates options (NULL = all defaults) into *out. 0 or -EINVAL. */

@@ -1,0 +1,181 @@
+/*
+ * runtime/vmservices/suspend.c: suspension on top of the exec word and handshakes (JVMTI
+ * SuspendThread / ResumeThread, Thread.suspend, ART's SuspendAll).
+ *
+ * Counts per reason change under one process-wide lock, which is also what makes ART's rule
+ * hold: a requester reads its own count under the same lock that raises its target's, so of
+ * two threads suspending each other the second sees itself suspended and is refused
+ * (-EDEADLK) instead of both waiting forever. SUSPEND is set in the target's word while its
+ * total is > 0; the atomic OR returns the state it found:
+ * - safe: nothing more to do, the thread cannot leave that state (one atomic, no wait);
+ * - managed or VM code: a no-op handshake; the target runs it at its next poll or transition
+ *   and then stops there itself (BLOCKED, waiting on its own word), so when the handshake
+ *   returns the target will not run managed code again until resumed.
+ * Resume clears SUSPEND with the last count and wakes the thread only if it sleeps on its word.
+ */
+#include <stdlib.h>
+
+#include "runtime/vmservices/vmservices_impl.h"
+
+pthread_mutex_t vmt__suspend_lock = PTHREAD_MUTEX_INITIALIZER;
+static void suspend_fork_prepare(void) { pthread_mutex_lock(&vmt__suspend_lock); }
+static void suspend_fork_parent(void) { pthread_mutex_unlock(&vmt__suspend_lock); }
+static void suspend_fork_child(void) { pthread_mutex_init(&vmt__suspend_lock, NULL); }
+VMT__PROCESS_STATE(suspend_lock, .symbols = "vmt__suspend_lock", .rule = VMT__FORK_HOLD,
+                   .fork = "held across fork (its holders only count and OR a flag), fresh in "
+                           "the child; the counts it guards are the records' (lifecycle.c)",
+                   .rank = VMT__RANK_VMSERVICES + 1, .prepare = suspend_fork_prepare,
+                   .parent = suspend_fork_parent, .child = suspend_fork_child);
+
+static bool reason_ok(vmt_suspend_reason_t reason) {
+  return (unsigned)reason < VMT_SUSPEND_REASON_COUNT;
+}
+
+/* Under vmt__suspend_lock. Returns the exec word as SUSPEND was set (or found set). */
+static uint32_t count_up(vmt_thread_t *t, vmt_suspend_reason_t reason) {
+  t->vms.suspend_counts[reason]++;
+  int32_t total = atomic_load_explicit(&t->vms.suspend_total, memory_order_relaxed) + 1;
+  atomic_store_explicit(&t->vms.suspend_total, total, memory_order_release);
+  return atomic_fetch_or_explicit(&t->exec, VMT__EXEC_SUSPEND, memory_order_seq_cst);
+}
+
+/* Under vmt__suspend_lock; the caller checked the count is > 0. */
+static void count_down(vmt_thread_t *t, vmt_suspend_reason_t reason) {
+  t->vms.suspend_counts[reason]--;
+  int32_t total = atomic_load_explicit(&t->vms.suspend_total, memory_order_relaxed) - 1;
+  atomic_store_explicit(&t->vms.suspend_total, total, memory_order_release);
+  if (total > 0) return;
+  uint32_t old = atomic_fetch_and_explicit(&t->exec, ~(VMT__EXEC_SUSPEND | VMT__EXEC_WAITER),
+                                           memory_order_seq_cst);
+  if (old & VMT__EXEC_WAITER) vmt_os_futex_wake(&t->exec, 1);
+}
+
+static void noop(vmt_thread_t *t, void *arg) { (void)t, (void)arg; }
+
+static bool self_suspended(vmt_thread_t *self) {
+  return self && atomic_load_explicit(&self->vms.suspend_total, memory_order_relaxed) > 0;
+}
+
+int vmt_thread_suspend(vmt_thread_t *t, vmt_suspend_reason_t reason, int64_t timeout_ns,
+                       vmt_straggler_t *straggler) {
+  if (t == NULL || !reason_ok(reason) || timeout_ns < 0) return -EINVAL;
+  if (straggler) *straggler = (vmt_straggler_t){0};
+  if (!vmt__record_ref_if_live(t)) return -EINVAL;
+  vmt_thread_t *self = vmt__current;
+  pthread_mutex_lock(&vmt__suspend_lock);
+  int rc = 0;
+  uint32_t w = 0;
+  if (t != self && self_suspended(self))
+    rc = -EDEADLK;
+  else if (t->vms.suspend_counts[reason] == INT32_MAX)
+    rc = -EOVERFLOW;
+  else
+    w = count_up(t, reason);
+  pthread_mutex_unlock(&vmt__suspend_lock);
+  uint32_t state = w & VMT__EXEC_STATE_MASK;
+  if (rc == 0 && state == VMT_EXEC_EXITED) rc = -ESRCH;
+  if (rc == 0 && t == self) {
+    /* Stops here until resumed if in managed or VM code; from native code it goes on. */
+    if (!vmt__exec_is_safe(state)) vmt__exec_move_slow(self, state, NULL);
+  } else if (rc == 0 && !vmt__exec_is_safe(state)) {
+    vmt_handshake_result_t res;
+    rc = vmt_handshake_run(t, noop, NULL, timeout_ns, &res);
+    if (rc == -ETIMEDOUT && straggler) *straggler = res.straggler;
+  }
+  if (rc == -ESRCH || rc == -ETIMEDOUT) {
+    pthread_mutex_lock(&vmt__suspend_lock);
+    count_down(t, reason);
+    pthread_mutex_unlock(&vmt__suspend_lock);
+  }
+  vmt__record_unref(t);
+  return rc;
+}
+
+int vmt_thread_resume(vmt_thread_t *t, vmt_suspend_reason_t reason) {
+  if (t == NULL || !reason_ok(reason) || !vmt__record_ref_if_live(t)) return -EINVAL;
+  int rc = 0;
+  pthread_mutex_lock(&vmt__suspend_lock);
+  if (t->vms.suspend_counts[reason] <= 0)
+    rc = -EINVAL;
+  else
+    count_down(t, reason);
+  pthread_mutex_unlock(&vmt__suspend_lock);
+  vmt__record_unref(t);
+  return rc;
+}
+
+int vmt_thread_suspend_count(const vmt_thread_t *t) {
+  if (t == NULL || __atomic_load_n(&t->magic, __ATOMIC_RELAXED) != VMT__THREAD_MAGIC)
+    return -EINVAL;
+  return atomic_load_explicit(&((vmt_thread_t *)t)->vms.suspend_total, memory_order_acquire);
+}
+
+int vmt_thread_suspend_all(vmt_suspend_reason_t reason, int64_t timeout_ns,
+                           vmt_straggler_t *straggler) {
+  if (!reason_ok(reason) || timeout_ns < 0) return -EINVAL;
+  if (straggler) *straggler = (vmt_straggler_t){0};
+  int64_t deadline = vmt__vms_deadline(timeout_ns);
+  vmt_thread_t *self = vmt__current;
+  const vmt__snapshot_t *snap = vmt__registry_acquire();
+  if (snap == NULL) return -ENOMEM;
+  /* counted[0..c): threads whose count we raised; nodes[0..r): those found running. */
+  vmt_thread_t **counted =
+      vmt__fault_hit(VMT__FAULT_ALLOC) ? NULL : calloc(snap->count + 1, sizeof(*counted));
+  struct vmt__hs_node *nodes =
+      counted == NULL ? NULL : calloc(snap->count + 1, sizeof(*nodes));
+  if (nodes == NULL) {
+    free(counted);
+    vmt__registry_release(snap);
+    return -ENOMEM;
+  }
+  size_t c = 0, r = 0;
+  int rc = 0;
+  pthread_mutex_lock(&vmt__suspend_lock);
+  if (self_suspended(self)) rc = -EDEADLK;
+  for (size_t i = 0; rc == 0 && i < snap->count; i++) {
+    vmt_thread_t *t = snap->threads[i];
+    if (t == self || !vmt__thread_is_listed(t)) continue;
+    if (t->vms.suspend_counts[reason] == INT32_MAX) {
+      rc = -EOVERFLOW;
+      break;
+    }
+    uint32_t s = count_up(t, reason) & VMT__EXEC_STATE_MASK;
+    counted[c++] = t;
+    if (!vmt__exec_is_safe(s)) nodes[r++].target = t;
+  }
+  pthread_mutex_unlock(&vmt__suspend_lock);
+  if (rc == 0 && r > 0) {
+    vmt_handshake_result_t res = {0};
+    int saved = vmt__region_enter(self);
+    rc = vmt__hs_run_group(self, nodes, r, noop, NULL, deadline, &res);
+    vmt__region_leave(self, saved, NULL);
+    if (rc == -ETIMEDOUT && straggler) *straggler = res.straggler;
+  }
+  if (rc != 0) {
+    pthread_mutex_lock(&vmt__suspend_lock);
+    for (size_t i = 0; i < c; i++) count_down(counted[i], reason);
+    pthread_mutex_unlock(&vmt__suspend_lock);
+  }
+  free(nodes);
+  free(counted);
+  vmt__registry_release(snap);
+  return rc;
+}
+
+int vmt_thread_resume_all(vmt_suspend_reason_t reason) {
+  if (!reason_ok(reason)) return -EINVAL;
+  vmt_thread_t *self = vmt__current;
+  const vmt__snapshot_t *snap = vmt__registry_acquire();
+  if (snap == NULL) return -ENOMEM;
+  int resumed = 0;
+  pthread_mutex_lock(&vmt__suspend_lock);
+  for (size_t i = 0; i < snap->count; i++) {
+    vmt_thread_t *t = snap->threads[i];
+    if (t == self || t->vms.suspend_counts[reason] <= 0) continue;
+    count_down(t, reason);
+    resumed++;
+  }
+  pthread_mutex_unlock(&vmt__suspend_lock);
+  vmt__registry_release(snap);
+  return resumed;
+}

@@ -1,0 +1,172 @@
+/*
+ * runtime/vmservices/vmservices_impl.h: what the files of the VM services package share: the
+ * queued operation, the per-thread queue lock, the safepoint's process-wide state, and the
+ * steps each file lends the others (a thread's own processing, the requester's processing on
+ * a safe thread's behalf, the safepoint arrival). Hidden; nothing outside runtime/vmservices/
+ * includes it.
+ *
+ * DESIGN
+ * - One word per thread (t->exec, in the record's first cache line) holds the execution state
+ *   and the pending-work flags, so one load answers both "is it safe?" and "has it work?", and
+ *   one compare-and-swap by the thread changes its state only if no request arrived meanwhile
+ *   (ART's state_and_flags). Requesters only OR and AND flags in.
+ * - Handshakes (handshake.c): a requester queues its operation under the target's queue lock
+ *   and sets HANDSHAKE. A target in an unsafe state runs its queue itself at its next poll or
+ *   transition (a transition out of an unsafe state fails its CAS while HANDSHAKE is set). A
+ *   target in a safe state is processed by the requester: it sets PROCESSING with a CAS that
+ *   requires the safe state, so the target cannot leave until PROCESSING clears (HotSpot's
+ *   HandshakeState::try_process holds the target with its lock instead). A processor runs every
+ *   synchronous operation queued, including those queued while it runs, before it lets go, so
+ *   no requester ever waits on a queue nobody will look at.
+ * - Safepoints (safepoint.c): the coordinator sets the safepoint word (seq_cst), then reads
+ *   every record's exec word once. Safe threads are not touched: when one leaves its safe state
+ *   it stores its new state (seq_cst CAS) and then reads the safepoint word, so of the two
+ *   (coordinator, thread) at least one sees the other (Dekker). Only unsafe threads are armed
+ *   (SAFEPOINT, by CAS) and counted; each arrival is one atomic decrement, and the last one wakes
+ *   the coordinator's futex. The end clears the word and wakes every waiter with one broadcast.
+ *   The cost of an idle thread is one load (loads of many records overlap their misses).
+ * - Suspension (suspend.c): a count per reason under one lock, and SUSPEND in the word while
+ *   the total is > 0. A thread with SUSPEND set cannot leave a safe state; a running one is
+ *   stopped by a no-op handshake, after which it blocks itself at the same poll.
+ * - The thread waits in one place (state.c, vmt__exec_move_slow): leaving a safe state waits on
+ *   its own word (PROCESSING, SUSPEND; woken by whoever clears them when WAITER is set) or on the
+ *   safepoint word (the end's broadcast). Every wait of a requester has a timeout.
+ */
+#ifndef VMT_RUNTIME_VMSERVICES_VMSERVICES_IMPL_H
+#define VMT_RUNTIME_VMSERVICES_VMSERVICES_IMPL_H
+
+#if !defined(VMT_IN_VMSERVICES) && !defined(VMT_TEST_OF_INTERNALS)
+#error "this header is private to runtime/vmservices/ (runtime/vmservices/BUILD.bazel)"
+#endif
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+
+#include "runtime/process.h"
+#include "runtime/vmservices/vmservices.h"
+
+_Static_assert(__builtin_offsetof(struct vmt_thread, exec) == VMT_POLL_OFFSET,
+               "the poll word is where include/vmthread/vmservices.h says it is");
+_Static_assert(VMT__SUSPEND_REASONS == VMT_SUSPEND_REASON_COUNT, "one count per reason");
+
+static inline void vmt__vms_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+/* A requester spins this long for an answer before it sleeps on a futex: a target running on
+ * another CPU answers within a microsecond (the poll-word round trip is 0.2-0.3 us here,
+ * /work/shared/FACTS.md); one that is not on a CPU needs the scheduler, whose wake-up costs
+ * more than the spin. Never a fixed sleep (HotSpot's 10 us nanosleep sleeps ~64 us here). */
+#define VMT__VMS_SPIN_NS 10000
+
+/* ---- A tiny futex lock (0 free, 1 held, 2 held with sleepers: Drepper's mutex2). Held for
+ * a few stores only (queue links, flag changes), never across an operation's fn. -------- */
+static inline void vmt__vlock_acquire(_Atomic uint32_t *l) {
+  uint32_t expected = 0;
+  if (atomic_compare_exchange_strong_explicit(l, &expected, 1, memory_order_acquire,
+                                              memory_order_relaxed))
+    return;
+  for (int i = 0; i < 100; i++) {
+    expected = 0;
+    if (atomic_load_explicit(l, memory_order_relaxed) == 0 &&
+        atomic_compare_exchange_strong_explicit(l, &expected, 1, memory_order_acquire,
+                                                memory_order_relaxed))
+      return;
+    vmt__vms_relax();
+  }
+  while (atomic_exchange_explicit(l, 2, memory_order_acquire) != 0)
+    vmt_os_futex_wait(l, 2, VMT_OS_NO_DEADLINE);
+}
+static inline void vmt__vlock_release(_Atomic uint32_t *l) {
+  if (atomic_exchange_explicit(l, 0, memory_order_release) == 2) vmt_os_futex_wake(l, 1);
+}
+
+/* ---- Operations ------------------------------------------------------------------------ */
+enum { VMT__NODE_PENDING = 0, VMT__NODE_SLEEPING = 1, VMT__NODE_DONE = 2 };
+
+/* Several targets, one requester (run_all, suspend_all): completions counted down. */
+typedef struct vmt__hs_group {
+  _Atomic uint32_t pending;        /* operations not yet completed; bit 31: requester sleeps */
+  _Atomic int32_t by_targets;
+  _Atomic int32_t by_requester;
+} vmt__hs_group_t;
+#define VMT__GROUP_SLEEPING (1u << 31)
+
+struct vmt__hs_node {
+  struct vmt__hs_node *next;       /* the target's queue (queue_lock) */
+  vmt_handshake_fn fn;
+  void *arg;
+  vmt_thread_t *target;
+  vmt__hs_group_t *group;          /* NULL for a single-target request */
+  bool async;                      /* malloc'ed, run by the target only, freed after */
+  bool by_target;                  /* written before done */
+  int32_t result;                  /* 0 ran, -ESRCH target exited; written before done */
+  _Atomic uint32_t done;           /* VMT__NODE_*: the requester's futex word */
+};
+
+/* Marks a synchronous node complete and wakes its requester; the node may vanish (it lives on
+ * the requester's stack or in its array) the moment this returns. */
+void vmt__hs_complete(struct vmt__hs_node *n, int32_t result, bool by_target);
+/* The calling thread t runs every operation queued for it (from an unsafe state). */
+void vmt__hs_process_own(vmt_thread_t *t);
+/* A thread inside one of its own operations (ops_depth > 0) that becomes safe with more
+ * queued: their requesters may sleep, expecting the thread to run them; wake them to process
+ * on its behalf instead. */
+void vmt__hs_wake_requesters(vmt_thread_t *t);
+/* Queues n for t: 0, or -ESRCH if t has exited. */
+int vmt__hs_push(vmt_thread_t *t, struct vmt__hs_node *n);
+/* Waits for n (queued for target) until the deadline, processing on the target's behalf when
+ * it is safe; on timeout takes n back if nobody has started it. 0 (n completed: n->result
+ * says how) or -ETIMEDOUT. */
+int vmt__hs_wait(vmt_thread_t *self, struct vmt__hs_node *n, int64_t deadline);
+/* Queues one node per target, processes the safe ones, waits for all; on timeout takes back
+ * every node not started (nodes[i].done tells which ran). 0 or -ETIMEDOUT. */
+int vmt__hs_run_group(vmt_thread_t *self, struct vmt__hs_node *nodes, size_t n,
+                      vmt_handshake_fn fn, void *arg, int64_t deadline,
+                      vmt_handshake_result_t *result);
+/* Fills a straggler report for t (thread_id 0 when t is NULL). */
+void vmt__straggler_fill(vmt_straggler_t *s, const vmt_thread_t *t, int64_t waited_ns);
+
+/* ---- Safepoints (safepoint.c) ----------------------------------------------------------- */
+/* The coordinator: its record, or for a thread without one the address of its own TLS slot
+ * vmt__current (unique per thread); 0 when none. */
+extern _Atomic uintptr_t vmt__sp_owner;
+static inline uintptr_t vmt__sp_token(vmt_thread_t *self) {
+  return self ? (uintptr_t)self : (uintptr_t)&vmt__current;
+}
+/* A safepoint is being reached or held by someone other than t (a thread with its record or
+ * NULL). */
+static inline bool vmt__sp_holds(vmt_thread_t *t) {
+  return (atomic_load_explicit(&vmt__sp_word, memory_order_seq_cst) & VMT__SP_ACTIVE) &&
+         atomic_load_explicit(&vmt__sp_owner, memory_order_relaxed) != vmt__sp_token(t);
+}
+/* t, armed and counted, has stopped: one decrement; the last one wakes the coordinator. */
+void vmt__sp_arrive(vmt_thread_t *t);
+/* Sleeps until no safepoint holds (one broadcast at the end) or the deadline; 0 or
+ * -ETIMEDOUT. */
+int vmt__sp_wait_end(int64_t deadline);
+/* Processors on behalf of safe threads in progress: a coordinator waits for them to finish
+ * (their operations must not overlap its safepoint); they back off while one holds. */
+bool vmt__sp_processing_begin(vmt_thread_t *self);   /* false: a safepoint holds */
+void vmt__sp_processing_end(vmt_thread_t *self);
+
+/* ---- Suspension (suspend.c) ------------------------------------------------------------ */
+extern pthread_mutex_t vmt__suspend_lock;
+
+/* ---- Time ------------------------------------------------------------------------------- */
+static inline void vmt__vms_mark_safe(vmt_thread_t *t) {
+  atomic_store_explicit(&t->vms.last_safe_ns, vmt_os_elapsed_nanos(), memory_order_relaxed);
+}
+/* A deadline (vmt_os_java_time_nanos scale) from a timeout: 0 means none. */
+static inline int64_t vmt__vms_deadline(int64_t timeout_ns) {
+  if (timeout_ns <= 0) return VMT_OS_NO_DEADLINE;
+  int64_t now = vmt_os_java_time_nanos();
+  return timeout_ns >= VMT_OS_NO_DEADLINE - now ? VMT_OS_NO_DEADLINE : now + timeout_ns;
+}
+
+#endif /* VMT_RUNTIME_VMSERVICES_VMSERVICES_IMPL_H */

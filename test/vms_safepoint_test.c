@@ -1,0 +1,295 @@
+/*
+ * test/vms_safepoint_test.c: global safepoints through the public API. The oracle: threads
+ * that enter and leave managed code in a loop flag every stretch of managed work; during each
+ * safepoint no flag is ever up and no managed work advances, while native work may. Also: a
+ * thread woken in a safe region stays there until the end; the statistics (who had to stop,
+ * the last to arrive); a thread that never polls times the begin out, is named, and is left
+ * running; nesting and a foreign coordinator; handshakes during a safepoint.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "test/vms_util.h"
+
+#define ORACLE_THREADS 4
+
+typedef struct commuter {
+  _Atomic bool stop;
+  _Atomic bool busy;              /* inside managed work, between polls */
+  _Atomic uint64_t managed_work;
+  _Atomic uint64_t native_work;
+  vmt_thread_t *thread;
+} commuter_t;
+
+/* In and out of managed code: a stretch of work with polls in it, then a stretch of native
+ * code (a system call, or none at all, so the transitions come back to back). */
+static void *commute(void *arg) {
+  commuter_t *c = arg;
+  vmt_thread_t *self = vmt_thread_current();
+  for (unsigned i = 0; !atomic_load_explicit(&c->stop, memory_order_relaxed); i++) {
+    vmt_exec_enter(VMT_EXEC_MANAGED);
+    for (int j = 0; j < 32; j++) {
+      atomic_store_explicit(&c->busy, true, memory_order_relaxed);
+      atomic_fetch_add_explicit(&c->managed_work, 1, memory_order_relaxed);
+      atomic_store_explicit(&c->busy, false, memory_order_release);
+      vmt_poll(self);
+    }
+    vmt_exec_enter(VMT_EXEC_NATIVE);
+    atomic_fetch_add_explicit(&c->native_work, 1, memory_order_relaxed);
+    if (i % 8 == 0) sched_yield();
+  }
+  return NULL;
+}
+
+static void nobody_runs_managed_code_during_a_safepoint(void **state) {
+  (void)state;
+  commuter_t c[ORACLE_THREADS];
+  memset(c, 0, sizeof(c));
+  for (int i = 0; i < ORACLE_THREADS; i++) c[i].thread = mu_start(commute, &c[i]);
+  int rounds = 400 / VMS_SCALE_DIVISOR + 20;
+  uint64_t native_during = 0;
+  uint64_t after[ORACLE_THREADS] = {0};
+  for (int r = 0; r < rounds; r++) {
+    /* Every thread has done managed work since the last safepoint: they really interleave. */
+    for (int i = 0; i < ORACLE_THREADS; i++)
+      MU_POLL_UNTIL(atomic_load(&c[i].managed_work) > after[i], "managed work between safepoints");
+    vmt_safepoint_stats_t st;
+    assert_int_equal(vmt_safepoint_begin(10 * VMS_SECOND, &st), 0);
+    assert_true(vmt_safepoint_in_progress());
+    uint64_t managed[ORACLE_THREADS], native[ORACLE_THREADS];
+    for (int i = 0; i < ORACLE_THREADS; i++) {
+      managed[i] = atomic_load(&c[i].managed_work);
+      native[i] = atomic_load(&c[i].native_work);
+    }
+    /* Hold it a while (about 100 us of checks) and look all the time. */
+    for (int k = 0; k < 2000; k++)
+      for (int i = 0; i < ORACLE_THREADS; i++)
+        if (atomic_load_explicit(&c[i].busy, memory_order_acquire))
+          fail_msg("round %d: thread %d runs managed code at a safepoint", r, i);
+    for (int i = 0; i < ORACLE_THREADS; i++) {
+      if (atomic_load(&c[i].managed_work) != managed[i])
+        fail_msg("round %d: thread %d did managed work at a safepoint", r, i);
+      native_during += atomic_load(&c[i].native_work) - native[i];
+    }
+    assert_int_equal(vmt_safepoint_end(&st), 0);
+    assert_true(st.time_at_safepoint_ns >= 0);
+    for (int i = 0; i < ORACLE_THREADS; i++) after[i] = managed[i];
+  }
+  for (int i = 0; i < ORACLE_THREADS; i++) {
+    atomic_store(&c[i].stop, true);
+    mu_join(c[i].thread);
+    assert_true(atomic_load(&c[i].managed_work) > 0);
+  }
+  print_message("%d safepoints; native work done during them: %llu\n", rounds,
+                (unsigned long long)native_during);
+}
+
+static void a_woken_thread_stays_in_its_safe_region(void **state) {
+  (void)state;
+  parker_t pk;
+  parker_start(&pk);
+  assert_int_equal(vmt_safepoint_begin(0, NULL), 0);
+  atomic_store(&pk.stop, true);
+  vmt_unpark(pk.thread);
+  /* It has its permit but cannot leave the park while the safepoint holds. */
+  for (int i = 0; i < 20; i++) {
+    mu_pause_1ms();
+    assert_int_equal(atomic_load(&pk.phase), 1);
+    assert_int_equal(vmt_exec_state(pk.thread), VMT_EXEC_BLOCKED);
+  }
+  assert_int_equal(vmt_safepoint_end(NULL), 0);
+  MU_POLL_UNTIL(atomic_load(&pk.phase) == 2, "the parker to leave after the end");
+  mu_join(pk.thread);
+}
+
+/* Native code runs on during a safepoint; the exit, VM code, waits for the end. */
+static void native_threads_run_on_but_do_not_exit(void **state) {
+  (void)state;
+  native_reader_t r;
+  reader_start(&r);
+  assert_int_equal(vmt_safepoint_begin(0, NULL), 0);
+  assert_int_equal(write(r.fds[1], "x", 1), 1);
+  /* The reader returns from read(2) and its body, then waits at its exit (VM code). */
+  MU_POLL_UNTIL(atomic_load(&r.phase) == 2, "the reader to read");
+  for (int i = 0; i < 20; i++) {
+    mu_pause_1ms();
+    assert_int_not_equal(vmt_exec_state(r.thread), VMT_EXEC_EXITED);
+  }
+  assert_int_equal(vmt_safepoint_end(NULL), 0);
+  mu_join(r.thread);
+  close(r.fds[0]);
+  close(r.fds[1]);
+}
+
+static void statistics_name_who_had_to_stop(void **state) {
+  (void)state;
+  mutator_t m[2];
+  parker_t pk[3];
+  for (int i = 0; i < 2; i++) mutator_start(&m[i], true);
+  for (int i = 0; i < 3; i++) parker_start(&pk[i]);
+  vmt_safepoint_stats_t st;
+  assert_int_equal(vmt_safepoint_begin(10 * VMS_SECOND, &st), 0);
+  assert_true(st.id >= 1);
+  assert_true(st.threads >= 5);
+  assert_int_equal(st.running, 2);
+  assert_true(st.last_thread_id == vmt_thread_id(m[0].thread) ||
+              st.last_thread_id == vmt_thread_id(m[1].thread));
+  assert_true(st.time_to_safepoint_ns > 0);
+  assert_int_equal(st.straggler.thread_id, 0);
+  for (int i = 0; i < 2; i++) {
+    assert_true(mutator_stalled(&m[i]));
+    assert_int_equal(vmt_exec_state(m[i].thread), VMT_EXEC_BLOCKED);
+  }
+  /* Nesting is refused; so is an end by someone else. */
+  assert_int_equal(vmt_safepoint_begin(0, NULL), -EDEADLK);
+  uint64_t id = st.id;
+  assert_int_equal(vmt_safepoint_end(&st), 0);
+  assert_int_equal(st.id, id);
+  assert_false(vmt_safepoint_in_progress());
+  assert_int_equal(vmt_safepoint_end(NULL), -EPERM);
+  /* Idle threads are never counted as running. */
+  for (int i = 0; i < 2; i++) mutator_stop(&m[i]);
+  assert_int_equal(vmt_safepoint_begin(0, &st), 0);
+  assert_int_equal(st.running, 0);
+  assert_int_equal(st.last_thread_id, 0);
+  assert_int_equal(vmt_safepoint_end(NULL), 0);
+  for (int i = 0; i < 3; i++) parker_stop(&pk[i]);
+  assert_int_equal(vmt_safepoint_begin(-1, NULL), -EINVAL);
+}
+
+static void a_thread_that_never_polls_times_out_and_is_named(void **state) {
+  (void)state;
+  mutator_t good, bad;
+  mutator_start(&good, true);
+  mutator_start(&bad, false);
+  vmt_safepoint_stats_t st;
+  int64_t timeout = 50 * MU_MS;
+  assert_int_equal(vmt_safepoint_begin(timeout, &st), -ETIMEDOUT);
+  assert_int_equal(st.straggler.thread_id, vmt_thread_id(bad.thread));
+  assert_int_equal(st.straggler.exec_state, VMT_EXEC_MANAGED);
+  assert_true(st.straggler.waited_ns >= timeout);
+  /* Nothing stays stopped: no safepoint, no flag left, the good one runs again. */
+  assert_false(vmt_safepoint_in_progress());
+  assert_false(vmt_poll_armed(bad.thread));
+  uint64_t it = atomic_load(&good.iterations);
+  MU_POLL_UNTIL(atomic_load(&good.iterations) > it + 1000, "the good mutator to run again");
+  mutator_stop(&bad);
+  mutator_stop(&good);
+}
+
+typedef struct coordinator {
+  mutator_t *m;
+  _Atomic int rc_begin, rc_end;
+  _Atomic bool stalled;
+} coordinator_t;
+
+static void *coordinate(void *arg) {
+  coordinator_t *c = arg;
+  atomic_store(&c->rc_begin, vmt_safepoint_begin(10 * VMS_SECOND, NULL));
+  atomic_store(&c->stalled, mutator_stalled(c->m));
+  atomic_store(&c->rc_end, vmt_safepoint_end(NULL));
+  return NULL;
+}
+
+static void a_foreign_thread_may_coordinate(void **state) {
+  (void)state;
+  mutator_t m;
+  mutator_start(&m, true);
+  coordinator_t c = {.m = &m, .rc_begin = 1, .rc_end = 1};
+  pthread_t p;
+  assert_int_equal(pthread_create(&p, NULL, coordinate, &c), 0);
+  pthread_join(p, NULL);
+  assert_int_equal(atomic_load(&c.rc_begin), 0);
+  assert_true(atomic_load(&c.stalled));
+  assert_int_equal(atomic_load(&c.rc_end), 0);
+  mutator_stop(&m);
+}
+
+/* Two coordinators: the second waits, safe, for the first to end. */
+static void *coordinate_from_managed(void *arg) {
+  coordinator_t *c = arg;
+  vmt_exec_enter(VMT_EXEC_MANAGED);
+  atomic_store(&c->rc_begin, vmt_safepoint_begin(10 * VMS_SECOND, NULL));
+  atomic_store(&c->rc_end, vmt_safepoint_end(NULL));
+  vmt_exec_enter(VMT_EXEC_NATIVE);
+  return NULL;
+}
+
+static void safepoints_take_turns(void **state) {
+  (void)state;
+  mutator_t m;
+  mutator_start(&m, true);
+  coordinator_t c[4];
+  vmt_thread_t *t[4];
+  for (int round = 0; round < 20; round++) {
+    for (int i = 0; i < 4; i++) {
+      c[i] = (coordinator_t){.m = &m, .rc_begin = 1, .rc_end = 1};
+      t[i] = mu_start(coordinate_from_managed, &c[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+      mu_join(t[i]);
+      assert_int_equal(atomic_load(&c[i].rc_begin), 0);
+      assert_int_equal(atomic_load(&c[i].rc_end), 0);
+    }
+  }
+  mutator_stop(&m);
+}
+
+/* A handshake asked during a safepoint: the coordinator's own runs on behalf of stopped
+ * threads at once; another thread's waits for the end. */
+typedef struct late_request {
+  vmt_thread_t *target;
+  probe_t probe;
+  _Atomic int rc;
+} late_request_t;
+
+static void *late_request(void *arg) {
+  late_request_t *r = arg;
+  atomic_store(&r->rc, vmt_handshake_run(r->target, probe_fn, &r->probe, 10 * VMS_SECOND, NULL));
+  return NULL;
+}
+
+static void handshakes_during_a_safepoint(void **state) {
+  (void)state;
+  mutator_t m;
+  mutator_start(&m, true);
+  parker_t pk;
+  parker_start(&pk);
+  assert_int_equal(vmt_safepoint_begin(0, NULL), 0);
+  probe_t mine = {0};
+  vmt_handshake_result_t res;
+  assert_int_equal(vmt_handshake_run(m.thread, probe_fn, &mine, 0, &res), 0);
+  assert_false(res.by_target);   /* it is stopped: the coordinator ran it */
+  late_request_t late = {.target = pk.thread, .rc = 1};
+  vmt_thread_t *lt = mu_start(late_request, &late);
+  for (int i = 0; i < 20; i++) {
+    mu_pause_1ms();
+    assert_int_equal(atomic_load(&late.probe.calls), 0);
+  }
+  assert_int_equal(vmt_safepoint_end(NULL), 0);
+  mu_join(lt);
+  assert_int_equal(atomic_load(&late.rc), 0);
+  assert_int_equal(atomic_load(&late.probe.calls), 1);
+  mutator_stop(&m);
+  parker_stop(&pk);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(nobody_runs_managed_code_during_a_safepoint),
+      cmocka_unit_test(a_woken_thread_stays_in_its_safe_region),
+      cmocka_unit_test(native_threads_run_on_but_do_not_exit),
+      cmocka_unit_test(statistics_name_who_had_to_stop),
+      cmocka_unit_test(a_thread_that_never_polls_times_out_and_is_named),
+      cmocka_unit_test(a_foreign_thread_may_coordinate),
+      cmocka_unit_test(safepoints_take_turns),
+      cmocka_unit_test(handshakes_during_a_safepoint),
+  };
+  return cmocka_run_group_tests(tests, mu_attach_main, mu_detach_main);
+}
