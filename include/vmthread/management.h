@@ -65,6 +65,10 @@ typedef struct vmt_thread_info {
   char *category;
   vmt_thread_state_t state;
   bool daemon;
+  /* Java's isInNative: the thread's execution state is NATIVE (vmthread/vmservices.h), as for
+   * every thread that never entered managed code and for one in a native call out of it. */
+  bool in_native;
+  bool suspended;              /* Java's isSuspended: its suspend count is > 0 */
   int32_t priority;
   pid_t tid;
   int64_t cpu_time_ns;         /* -1 if disabled or not alive */
@@ -92,8 +96,15 @@ typedef struct vmt_thread_info {
  * VMT_MX_MAX_DEPTH_ALL gives every frame (Java's Integer.MAX_VALUE). No locked monitors or
  * synchronizers are reported (use the array form). Errors: -EINVAL (id <= 0, max_depth < 0,
  * NULL out), -ENOMEM.
+ *
+ * With max_depth > 0 every other thread's ThreadInfo is read inside a handshake with it
+ * (vmthread/vmservices.h): its stack, its state and its locks are one state of the thread, at
+ * a safe point. A thread in native or blocked code is read at once, on the caller's side; one
+ * running managed code at its next poll. One that does not poll within VMT_MX_WALK_TIMEOUT_NS
+ * is reported without frames. max_depth 0 never waits for anybody.
  */
 #define VMT_MX_MAX_DEPTH_ALL INT32_MAX
+#define VMT_MX_WALK_TIMEOUT_NS (1000LL * 1000 * 1000)
 VMT_EXPORT int vmt_mx_get_thread_info(int64_t id, int32_t max_depth, vmt_thread_info_t **out);
 
 /* getThreadInfo(long[] ids, boolean lockedMonitors, boolean lockedSynchronizers, int maxDepth):
@@ -126,19 +137,35 @@ VMT_EXPORT int vmt_mx_get_thread_info_array_ex(const int64_t *ids, size_t count,
 VMT_EXPORT int vmt_mx_dump_all_threads_ex(uint32_t flags, int32_t max_depth,
                                           vmt_thread_info_t ***out, size_t *count);
 
+/* The same at a global safepoint (what HotSpot's dumpAllThreads always is): every thread's
+ * ThreadInfo from one instant, in which no thread runs managed code, enters or leaves a
+ * monitor through the runtime's blocking paths, or exits; the calling thread's own entry is
+ * read at that instant too. The price: every thread in managed code stops for the length of
+ * the dump (docs/management.md, "Consistent or lock-free"). Threads in native code run on; one
+ * that takes an uncontended monitor there changes its locks even so (enter it from VM code).
+ * timeout_ns bounds the time to reach the safepoint (0: none). Errors as dumpAllThreads, and
+ * -ETIMEDOUT (nothing returned), -EDEADLK (the caller holds a safepoint already). */
+VMT_EXPORT int vmt_mx_dump_all_threads_at_safepoint(bool locked_monitors,
+                                                    bool locked_synchronizers,
+                                                    int32_t max_depth, int64_t timeout_ns,
+                                                    vmt_thread_info_t ***out, size_t *count);
+
 VMT_EXPORT void vmt_mx_thread_info_free(vmt_thread_info_t *info);
 VMT_EXPORT void vmt_mx_thread_info_array_free(vmt_thread_info_t **infos, size_t count);
 
 /*
  * Stack walking. The embedding VM knows its own frames: it registers a walker that fills up to
- * max frames of thread t, innermost first. It is called from the querying thread; t's record
- * stays valid for the whole call, but the thread runs on and may even exit meanwhile: the VM
- * stops or locks it by its own means. The walker returns the number of frames written, or a
- * negative errno (that thread's trace is then empty); fields it leaves unset in those frames
- * read as zero. The strings it stores stay the VM's: the runtime copies them before the walker
- * is called again. When it fills all max frames it may
- * be called again with a larger buffer (up to 65536 frames). Replacing or removing (NULL) the
- * walker waits for calls in progress; a walker must not call vmt_mx_set_stack_walker itself.
+ * max frames of thread t, innermost first. For another thread it is called inside a handshake
+ * with t (vmthread/vmservices.h): t is stopped at a safe point for the whole call and cannot
+ * exit, so its frames hold still. It runs either on t itself, at t's poll (t was in managed
+ * code), or on the querying thread while t is held in a safe state (native, blocked): check
+ * vmt_thread_current() if the difference matters, and do not wait for t in it. For the
+ * calling thread itself it is called directly. The walker returns the number of frames
+ * written, or a negative errno (that thread's trace is then empty); fields it leaves unset in
+ * those frames read as zero. The strings it stores stay the VM's: the runtime copies them
+ * before the walker is called again. When it fills all max frames it may be called again with
+ * a larger buffer (up to 65536 frames). Replacing or removing (NULL) the walker waits for
+ * calls in progress; a walker must not call vmt_mx_set_stack_walker itself.
  * Without a walker, the calling thread gets its native frames (backtrace(3), from the frame
  * that called the management function) and other threads none.
  */
@@ -189,6 +216,13 @@ VMT_EXPORT bool vmt_mx_is_synchronizer_usage_supported(void);
  * (Java: null); else free *ids with vmt_mx_ids_free. Errors: -EINVAL (NULL), -ENOMEM. */
 VMT_EXPORT int vmt_mx_find_monitor_deadlocked_threads(int64_t **ids, size_t *count);
 VMT_EXPORT int vmt_mx_find_deadlocked_threads(int64_t **ids, size_t *count);
+/* findDeadlockedThreads at a global safepoint: no lock changes owner through the runtime's
+ * paths during the scan, so a cycle reported is one that held at that instant. The lock-free
+ * scan above never stops anybody and confirms a cycle by reading it twice; this one stops
+ * every thread in managed code for the scan (HotSpot's is always of this kind). timeout_ns and
+ * the extra errors as vmt_mx_dump_all_threads_at_safepoint. */
+VMT_EXPORT int vmt_mx_find_deadlocked_threads_at_safepoint(int64_t timeout_ns, int64_t **ids,
+                                                           size_t *count);
 
 /* ---- Allocated bytes (jemalloc per-thread counters) ------------------------------------ */
 /* Supported only when jemalloc is the process allocator (decided at run time); every call

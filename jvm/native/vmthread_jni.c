@@ -38,7 +38,8 @@ static struct {
   jmethodID info_init;
   jmethodID lock_init;
   struct {
-    jfieldID id, name, category, state, daemon, priority, tid, cpu_time_ns, user_time_ns,
+    jfieldID id, name, category, state, daemon, in_native, suspended, priority, tid,
+        cpu_time_ns, user_time_ns,
         elapsed_ns, blocked_count, blocked_time_ns, waited_count, waited_time_ns, lock,
         lock_owner_id, lock_owner_name, frame_functions, frame_files, frame_lines,
         locked_monitors, locked_synchronizers;
@@ -197,6 +198,8 @@ static jobject info_out(JNIEnv *env, const vmt_thread_info_t *info) {
   (*env)->SetObjectField(env, o, J.f.category, category);
   (*env)->SetIntField(env, o, J.f.state, (jint)info->state);
   (*env)->SetBooleanField(env, o, J.f.daemon, info->daemon ? JNI_TRUE : JNI_FALSE);
+  (*env)->SetBooleanField(env, o, J.f.in_native, info->in_native ? JNI_TRUE : JNI_FALSE);
+  (*env)->SetBooleanField(env, o, J.f.suspended, info->suspended ? JNI_TRUE : JNI_FALSE);
   (*env)->SetIntField(env, o, J.f.priority, info->priority);
   (*env)->SetIntField(env, o, J.f.tid, (jint)info->tid);
   (*env)->SetLongField(env, o, J.f.cpu_time_ns, info->cpu_time_ns);
@@ -288,6 +291,8 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
   FIELD(J.info, J.f.category, "category", str);
   FIELD(J.info, J.f.state, "state", "I");
   FIELD(J.info, J.f.daemon, "daemon", "Z");
+  FIELD(J.info, J.f.in_native, "inNative", "Z");
+  FIELD(J.info, J.f.suspended, "suspended", "Z");
   FIELD(J.info, J.f.priority, "priority", "I");
   FIELD(J.info, J.f.tid, "tid", "I");
   FIELD(J.info, J.f.cpu_time_ns, "cpuTimeNs", "J");

@@ -1,12 +1,16 @@
 /*
- * runtime/management/info.c: ThreadInfo (getThreadInfo in all its forms, dumpAllThreads).
+ * runtime/management/info.c: ThreadInfo (getThreadInfo in all its forms, dumpAllThreads, and
+ * dumpAllThreads at a safepoint).
  *
- * A ThreadInfo is a copy taken while the thread runs on: HotSpot stops the world for it, a C
- * runtime cannot. What Java promises to be consistent is: the state, the lock the thread is
- * blocked or waiting on, its owner and the held locks come from one read of the monitor
- * module's per-thread sequence lock (vmt__thread_lock_info), so a BLOCKED thread always
- * reports the monitor it is blocked on. The thread's record and its strings are protected by
- * the registry snapshot the caller holds.
+ * Without a stack (max_depth 0) a ThreadInfo is a copy taken while the thread runs on. What
+ * Java promises to be consistent is: the state, the lock the thread is blocked or waiting on,
+ * its owner and the held locks come from one read of the monitor module's per-thread sequence
+ * lock (vmt__thread_lock_info), so a BLOCKED thread always reports the monitor it is blocked
+ * on. With a stack, the whole copy is made inside a handshake with the thread (HotSpot 25's
+ * getStackTrace is one): the stack the VM's walker reports and the locks are of one moment at
+ * a safe point, and the thread cannot exit while it is read. A dump at a safepoint makes every
+ * thread's copy at one moment. The thread's record and its strings are protected by the
+ * registry snapshot the caller holds.
  */
 #include <errno.h>
 #include <string.h>
@@ -120,12 +124,15 @@ static void locked_depths(vmt_thread_info_t *info, const vmt__mx_frame_lock_t *l
   }
 }
 
-int vmt__mx_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, unsigned flags,
-                        vmt__mx_stacks_t *stacks, vmt_thread_info_t **out) {
+/* Everything a ThreadInfo holds, read from t now: called by the querying thread, or inside a
+ * handshake with t (on t itself at its poll, or on the querying thread while t is held).
+ * stacks NULL: no frames. */
+static int read_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, unsigned flags,
+                            vmt__mx_stacks_t *stacks, vmt_thread_info_t **out) {
   bool locked_monitors = flags & VMT_MX_INFO_LOCKED_MONITORS;
   bool locked_synchronizers = flags & VMT_MX_INFO_LOCKED_SYNCHRONIZERS;
   *out = NULL;
-  if (!t || !vmt__thread_is_listed(t)) return 0;
+  if (!vmt__thread_is_listed(t)) return 0;
   vmt__thread_lock_info_t li;
   memset(&li, 0, sizeof(li));
   int rc = vmt__thread_lock_info(t, locked_monitors || locked_synchronizers, &li);
@@ -164,6 +171,8 @@ int vmt__mx_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, unsigned f
   info->waited_count = (int64_t)li.waited_count;
   info->waited_time_ns = li.waited_ns;
   info->lock_owner_id = -1;
+  info->in_native = vmt__exec_state_of(t) == VMT_EXEC_NATIVE;
+  info->suspended = vmt__is_suspended(t);
   if (li.has_lock) {
     info->lock = vmt__mx_calloc(1, sizeof(*info->lock));
     rc = info->lock ? copy_lock(&li.lock, info->lock) : -ENOMEM;
@@ -172,7 +181,7 @@ int vmt__mx_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, unsigned f
   if (!rc) rc = copy_held(&li, locked_monitors, locked_synchronizers, info);
   vmt__mx_frame_lock_t *locks = NULL;
   size_t nlocks = 0;
-  if (!rc)
+  if (!rc && stacks)
     rc = vmt__mx_capture_frames(stacks, t, &info->frames, &info->frame_count,
                                 locked_monitors ? &locks : NULL, &nlocks);
   if (!rc) locked_depths(info, locks, nlocks);
@@ -184,6 +193,48 @@ int vmt__mx_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, unsigned f
   }
   *out = info;
   return 0;
+}
+
+typedef struct info_request {
+  const vmt__snapshot_t *snap;
+  unsigned flags;
+  vmt__mx_stacks_t *stacks;
+  vmt_thread_info_t *info;
+  int rc;
+} info_request_t;
+
+static void read_in_handshake(vmt_thread_t *t, void *arg) {
+  info_request_t *r = arg;
+  /* On t itself, at its poll, the walker is the VM's code run on a thread that is not in a
+   * management call: cancelled there, it would never complete the operation the requester
+   * waits for. On the requester, the call has cancellation off already (stacks). */
+  bool on_target = t == vmt__current;
+  int cancel = on_target ? vmt__mx_cancel_off() : 0;
+  r->rc = read_thread_info(r->snap, t, r->flags, r->stacks, &r->info);
+  if (on_target) vmt__mx_cancel_restore(cancel);
+}
+
+int vmt__mx_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, unsigned flags,
+                        vmt__mx_stacks_t *stacks, vmt_thread_info_t **out) {
+  *out = NULL;
+  if (!t || !vmt__thread_is_listed(t)) return 0;
+  if (stacks->max_depth == 0 || t == vmt__current)
+    return read_thread_info(snap, t, flags, stacks, out);
+  /* With a stack: inside a handshake, so the walker sees the thread stopped at a safe point,
+   * its stack and its locks as one state, and the thread cannot exit meanwhile (HotSpot 25's
+   * getStackTrace is a handshake too; dumps are its safepoints). The call's walker lock and
+   * scratch buffer (stacks) serve the handshake wherever it runs: the caller holds the lock
+   * and waits, and the operation runs on one thread at a time, ordered by the handshake's
+   * queue lock and completion. */
+  info_request_t r = {.snap = snap, .flags = flags, .stacks = stacks};
+  int rc = vmt_handshake_run(t, read_in_handshake, &r, VMT_MX_WALK_TIMEOUT_NS, NULL);
+  if (rc == 0) {
+    *out = r.info;
+    return r.rc;
+  }
+  if (rc == -ESRCH) return 0;   /* it exited: Java's null */
+  /* Managed code that did not poll in time: its ThreadInfo without a stack. */
+  return read_thread_info(snap, t, flags, NULL, out);
 }
 
 /* -EINVAL for unknown flags, -ENOTSUP for usage this runtime cannot report (never here). */
@@ -301,4 +352,21 @@ __attribute__((noinline)) int vmt_mx_dump_all_threads_ex(uint32_t flags, int32_t
                                                          vmt_thread_info_t ***out,
                                                          size_t *count) {
   return vmt__mx_dump_all(flags, max_depth, VMT__MX_CALLER_PC(), out, count);
+}
+
+__attribute__((noinline)) int vmt_mx_dump_all_threads_at_safepoint(bool locked_monitors,
+                                                                   bool locked_synchronizers,
+                                                                   int32_t max_depth,
+                                                                   int64_t timeout_ns,
+                                                                   vmt_thread_info_t ***out,
+                                                                   size_t *count) {
+  if (!out || !count || max_depth < 0 || timeout_ns < 0) return -EINVAL;
+  int rc = vmt_safepoint_begin(timeout_ns, NULL);
+  if (rc) return rc;
+  /* Every other thread is stopped: the handshakes of the dump are the coordinator's, run on
+   * the spot for each thread. */
+  rc = vmt__mx_dump_all(locked_flags(locked_monitors, locked_synchronizers), max_depth,
+                        VMT__MX_CALLER_PC(), out, count);
+  vmt_safepoint_end(NULL);
+  return rc;
 }

@@ -23,6 +23,7 @@
 #include "runtime/registry/registry.h"
 #include "runtime/sync/sync.h"
 #include "runtime/thread/thread.h"
+#include "runtime/vmservices/vmservices.h"
 
 
 /* Cancellation. A management call that can reach a cancellation point (a write to the caller's

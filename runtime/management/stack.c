@@ -1,8 +1,9 @@
 /*
  * runtime/management/stack.c: the stack traces in ThreadInfo. The embedding VM knows its own frames
- * and registers a walker; without one, the calling thread reports its native frames
- * (backtrace(3)) and other threads none, since reading another thread's native stack safely
- * would need to stop it (HotSpot does that at a safepoint; a C runtime has none).
+ * and registers a walker, which info.c calls inside a handshake with the thread (on that
+ * thread at its poll, or here while it is held in a safe state); without one, the calling
+ * thread reports its native frames (backtrace(3)) and other threads none: backtrace(3) walks
+ * only the stack of the thread that calls it.
  *
  * The walker is read under a reader-writer lock held for a whole management call (one
  * vmt__mx_stacks_begin .. _end), so replacing it waits for calls in progress and the VM may

@@ -12,6 +12,8 @@ final class RawThreadInfo {
   String category;
   int state;                 // vmt_thread_state_t: Java's Thread.State order
   boolean daemon;
+  boolean inNative;          // its execution state is NATIVE (vmthread/vmservices.h)
+  boolean suspended;         // its suspend count is > 0
   int priority;
   int tid;
   long cpuTimeNs;

@@ -21,7 +21,9 @@
  *                          "name@hexid" and lockName equals it, as the ThreadInfo specification
  *                          requires (lockName is lockInfo.toString()); the same for MonitorInfo
  *                          and the locked synchronizers.
- *   suspended, inNative    false (the runtime has neither notion for its threads)
+ *   suspended, inNative    the VM services' (vmthread/vmservices.h): suspended while its suspend
+ *                          count is > 0; in native while its execution state is NATIVE, which
+ *                          is where every thread is that never entered managed code
  */
 package io.vmthread;
 
@@ -101,8 +103,8 @@ final class ThreadInfos {
     v.put("lockOwnerName", raw.lockOwnerName);
     CompositeData[] frames = frames(raw);
     v.put("stackTrace", frames);
-    v.put("suspended", false);
-    v.put("inNative", false);
+    v.put("suspended", raw.suspended);
+    v.put("inNative", raw.inNative);
     v.put("lockedMonitors", monitors(raw, frames));
     v.put("lockedSynchronizers", locks(Types.SYNCHRONIZER, raw.lockedSynchronizers));
     v.put("daemon", raw.daemon);

@@ -34,7 +34,9 @@ package io.vmthread;
  *   <li><b>Two runtimes</b>: if another copy of the runtime in this process has threads (a
  *       library that linked {@code libvmthread.a} statically), this bean would see only part of
  *       the process, so every query throws {@link IllegalStateException} naming that copy.
- *   <li>{@code ThreadInfo.isSuspended()} and {@code isInNative()} are always false.
+ *   <li>{@code ThreadInfo.isSuspended()} is true while the thread's suspend count is above 0,
+ *       {@code isInNative()} while its execution state is NATIVE (where a thread that never
+ *       entered the VM's managed code stays), as the C ThreadInfo says.
  * </ul>
  */
 public interface VmThreadMXBean extends com.sun.management.ThreadMXBean {

@@ -88,7 +88,8 @@ final class ApiTest {
     Check.equal(String.valueOf(lock), info.getLockName(), "lockName = lockInfo.toString()");
     Check.equal(0, info.getStackTrace().length, "getThreadInfo(id) has no stack trace");
     Check.that(info.getWaitedCount() >= 1, "waited count counts the wait");
-    Check.that(!info.isSuspended() && !info.isInNative(), "not suspended, not in native");
+    Check.that(!info.isSuspended() && !info.isInNative(),
+        "not suspended, not in native (blocked in a monitor wait)");
     Check.that(info.toString().contains("interp-worker-0"), "ThreadInfo.toString works");
 
     ThreadInfo[] two = mx.getThreadInfo(new long[] {ids[1], UNKNOWN});
