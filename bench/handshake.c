@@ -27,12 +27,16 @@
  * a never-taken slow path), in batches of POLL_BATCH iterations, interleaved batch by batch.
  * Issue #14: "the poll costs <= 1% on a loop benchmark".
  *
- * Adding vmthread's rows is a table line each: HS_VARIANTS takes the target kind, the running
+ * vmthread's rows are a table line each: HS_VARIANTS takes the target kind, the running
  * target's loop (or the blocked target's block step) and the timed request; LOOP_VARIANTS a
- * loop function. Names for issue #14's rows, to pair with the HotSpot rows of the same
- * configuration: vmt_handshake_{running,parked,native} (a synchronous handshake), vmt_suspend_
- * and vmt_resume_{running,parked,native} (bench "handshake.suspend"), loop_vmt_poll, and a
- * walk of one thread's stack inside a handshake as vmt_stack_trace_{running,parked,native}.
+ * loop function. They pair with the HotSpot rows of the same configuration:
+ * vmt_handshake_{running,parked,native} (a synchronous handshake; their rows at 1,000 and
+ * 10,000 idle threads carry p50_delta_us, the difference to 0 idle), vmt_stack_trace_{...}
+ * (vmt_mx_get_thread_info with a one-frame walker, which runs inside a handshake),
+ * vmt_suspend_ and vmt_resume_{running,parked,native} (bench "handshake.suspend", at 0 idle
+ * and 0 running only), loop_vmt_poll and loop_vmt_poll_current. bench "handshake.safepoint":
+ * empty safepoints and the deadlock scan at one, with 0, 1, 2 running threads (0 idle) and at
+ * 1,000 and 10,000 idle (safepoint_config). docs/benchmarks.md has the method of each.
  *
  * Method: a running target publishes its progress every 1024 iterations and the requester waits
  * for new progress before each request, so a request never finds it descheduled or still
@@ -80,6 +84,7 @@ typedef struct hs_target {
 
 typedef struct hs_variant {
   const char *name;
+  const char *bench;   /* NULL: "handshake"; others only at 0 idle, 0 running threads */
   hs_kind_t kind;
   /* HS_RUNNING: the target's loop until t->stop. HS_PARKED / HS_NATIVE: one blocking step
    * (the body calls it until t->stop; halting wakes it). */
@@ -157,10 +162,105 @@ static int64_t request_safe_cas(hs_target_t *t) {
   return vmtb_now_ns() - t0;
 }
 
+/* ---- vmthread's rows ------------------------------------------------------------------- *
+ * The same targets through the VM services: a running target spins in managed code with
+ * vmt_poll in its loop; a parked one parks from managed code (a safe region); a native one
+ * sits in read(2) in native code, where every thread starts. */
+static void vmt_spin_managed(hs_target_t *t) {
+  vmt_thread_t *self = vmt_thread_current();
+  vmt_exec_enter(VMT_EXEC_MANAGED);
+  uint64_t v = 1, i = 0;
+  while (!atomic_load_explicit(&t->stop, memory_order_relaxed)) {
+    v = LCG(v);
+    vmt_poll(self);
+    if ((++i & PROGRESS_MASK) == 0) atomic_store_explicit(&t->progress, i, memory_order_relaxed);
+  }
+  vmt_exec_enter(VMT_EXEC_NATIVE);
+  VMTB_SINK(v);
+}
+
+static void vmt_park_managed(hs_target_t *t) {
+  vmt_exec_enter(VMT_EXEC_MANAGED);
+  atomic_store(&t->state, STATE_SAFE);   /* what target_start waits for */
+  vmt_park(0);
+}
+
+static void vmt_read_native(hs_target_t *t) {
+  char c;
+  atomic_store(&t->state, STATE_SAFE);
+  ssize_t n = read(t->pipe[0], &c, 1);
+  VMTB_SINK(n);
+}
+
+static void noop_op(vmt_thread_t *target, void *arg) { (void)target, (void)arg; }
+
+#define REQUEST_TIMEOUT_NS (10 * 1000000000LL)
+
+static int64_t request_vmt_handshake(hs_target_t *t) {
+  int64_t t0 = vmtb_now_ns();
+  int rc = vmt_handshake_run(t->thread, noop_op, NULL, REQUEST_TIMEOUT_NS, NULL);
+  int64_t d = vmtb_now_ns() - t0;
+  if (rc) die("vmt_handshake_run", rc);
+  return d;
+}
+
+/* ThreadInfo with a stack of another thread: the walker (one frame) runs in a handshake. */
+static int one_frame(vmt_thread_t *t, vmt_stack_frame_t *frames, int32_t max, void *ctx) {
+  (void)t, (void)ctx;
+  if (max < 1) return 0;
+  frames[0] = (vmt_stack_frame_t){.function = "bench.Spin.run", .file = "Spin.vm", .line = 1};
+  return 1;
+}
+
+static int64_t request_vmt_stack_trace(hs_target_t *t) {
+  vmt_thread_info_t *info = NULL;
+  int64_t t0 = vmtb_now_ns();
+  int rc = vmt_mx_get_thread_info(vmt_thread_id(t->thread), 8, &info);
+  int64_t d = vmtb_now_ns() - t0;
+  if (rc || info == NULL || info->frame_count != 1) die("vmt_mx_get_thread_info", rc ? rc : EIO);
+  vmt_mx_thread_info_free(info);
+  return d;
+}
+
+static int64_t request_vmt_suspend(hs_target_t *t) {
+  int64_t t0 = vmtb_now_ns();
+  int rc = vmt_thread_suspend(t->thread, VMT_SUSPEND_DEBUGGER, REQUEST_TIMEOUT_NS, NULL);
+  int64_t d = vmtb_now_ns() - t0;
+  if (rc == 0) rc = vmt_thread_resume(t->thread, VMT_SUSPEND_DEBUGGER);
+  if (rc) die("vmt_thread_suspend", rc);
+  return d;
+}
+
+static int64_t request_vmt_resume(hs_target_t *t) {
+  int rc = vmt_thread_suspend(t->thread, VMT_SUSPEND_DEBUGGER, REQUEST_TIMEOUT_NS, NULL);
+  if (rc) die("vmt_thread_suspend", rc);
+  int64_t t0 = vmtb_now_ns();
+  rc = vmt_thread_resume(t->thread, VMT_SUSPEND_DEBUGGER);
+  int64_t d = vmtb_now_ns() - t0;
+  if (rc) die("vmt_thread_resume", rc);
+  return d;
+}
+
 static const hs_variant_t HS_VARIANTS[] = {
-    {"poll_round_trip", HS_RUNNING, spin_poll_word, request_poll_word},
-    {"safe_cas_parked", HS_PARKED, park_safe, request_safe_cas},
-    {"safe_cas_native", HS_NATIVE, read_safe, request_safe_cas},
+    {"poll_round_trip", NULL, HS_RUNNING, spin_poll_word, request_poll_word},
+    {"safe_cas_parked", NULL, HS_PARKED, park_safe, request_safe_cas},
+    {"safe_cas_native", NULL, HS_NATIVE, read_safe, request_safe_cas},
+    {"vmt_handshake_running", NULL, HS_RUNNING, vmt_spin_managed, request_vmt_handshake},
+    {"vmt_handshake_parked", NULL, HS_PARKED, vmt_park_managed, request_vmt_handshake},
+    {"vmt_handshake_native", NULL, HS_NATIVE, vmt_read_native, request_vmt_handshake},
+    {"vmt_stack_trace_running", NULL, HS_RUNNING, vmt_spin_managed, request_vmt_stack_trace},
+    {"vmt_stack_trace_parked", NULL, HS_PARKED, vmt_park_managed, request_vmt_stack_trace},
+    {"vmt_stack_trace_native", NULL, HS_NATIVE, vmt_read_native, request_vmt_stack_trace},
+    {"vmt_suspend_running", "handshake.suspend", HS_RUNNING, vmt_spin_managed,
+     request_vmt_suspend},
+    {"vmt_suspend_parked", "handshake.suspend", HS_PARKED, vmt_park_managed,
+     request_vmt_suspend},
+    {"vmt_suspend_native", "handshake.suspend", HS_NATIVE, vmt_read_native,
+     request_vmt_suspend},
+    {"vmt_resume_running", "handshake.suspend", HS_RUNNING, vmt_spin_managed,
+     request_vmt_resume},
+    {"vmt_resume_parked", "handshake.suspend", HS_PARKED, vmt_park_managed, request_vmt_resume},
+    {"vmt_resume_native", "handshake.suspend", HS_NATIVE, vmt_read_native, request_vmt_resume},
 };
 #define N_HS (sizeof(HS_VARIANTS) / sizeof(HS_VARIANTS[0]))
 
@@ -282,12 +382,19 @@ typedef struct cfg {
   int max_running;
 } cfg_t;
 
-static void report_row(const vmtb_options_t *o, const char *bench, const char *variant,
-                       const char *unit, double *s, size_t n, const char *extra) {
+static vmtb_result_t report_row(const vmtb_options_t *o, const char *bench,
+                                const char *variant, const char *unit, double *s, size_t n,
+                                const char *extra) {
   vmtb_result_t r = {.bench = bench, .variant = variant, .unit = unit};
   vmtb_stats(s, n, &r);
   vmtb_report(o, &r, extra);
+  return r;
 }
+
+/* Each variant's p50 at 0 idle, 0 running threads: the rows with idle threads carry their
+ * difference to it (issue #14: "10,000 idle threads move a single-target handshake by <= 1
+ * us"). */
+static double quiet_p50[64];
 
 /* Every HS_VARIANTS row at one configuration. */
 static void hs_config(const vmtb_options_t *o, const cfg_t *c, int idle, int running) {
@@ -305,6 +412,7 @@ static void hs_config(const vmtb_options_t *o, const cfg_t *c, int idle, int run
     for (size_t k = 0; k < N_HS; k++) {
       const hs_variant_t *v = &HS_VARIANTS[(k + (size_t)b) % N_HS];
       size_t vi = (size_t)(v - HS_VARIANTS);
+      if (v->bench && (idle || running)) continue;   /* the suspension rows: quiet only */
       hs_target_t *t = target_start(v);
       hs_target_t *spinners[2];
       for (int i = 0; i < running; i++) spinners[i] = target_start(&HS_VARIANTS[0]);
@@ -323,10 +431,27 @@ static void hs_config(const vmtb_options_t *o, const cfg_t *c, int idle, int run
   }
   vmtb_note(o, "handshake: %d idle, %d running threads: %zu samples per row in %.1f s", idle,
             running, n, (double)(vmtb_now_ns() - start) / 1e9);
-  char extra[80];
-  snprintf(extra, sizeof(extra), "\"idle_threads\":%d,\"running_threads\":%d", idle, running);
-  for (size_t vi = 0; vi < N_HS; vi++)
-    report_row(o, "handshake", HS_VARIANTS[vi].name, "us", &s[vi * n], done[vi], extra);
+  _Static_assert(N_HS <= sizeof(quiet_p50) / sizeof(quiet_p50[0]), "quiet_p50 holds them");
+  for (size_t vi = 0; vi < N_HS; vi++) {
+    if (done[vi] == 0) continue;
+    char extra[120];
+    int len = snprintf(extra, sizeof(extra), "\"idle_threads\":%d,\"running_threads\":%d",
+                       idle, running);
+    if (idle > 0 && running == 0 && quiet_p50[vi] > 0) {
+      vmtb_result_t q = {0};
+      double *copy = malloc(done[vi] * sizeof(double));
+      if (copy == NULL) die("malloc", ENOMEM);
+      memcpy(copy, &s[vi * n], done[vi] * sizeof(double));
+      vmtb_stats(copy, done[vi], &q);
+      free(copy);
+      snprintf(extra + len, sizeof(extra) - (size_t)len, ",\"p50_delta_us\":%.3f",
+               q.p50 - quiet_p50[vi]);
+    }
+    const char *bench = HS_VARIANTS[vi].bench ? HS_VARIANTS[vi].bench : "handshake";
+    vmtb_result_t r = report_row(o, bench, HS_VARIANTS[vi].name, "us", &s[vi * n], done[vi],
+                                 extra);
+    if (idle == 0 && running == 0) quiet_p50[vi] = r.p50;
+  }
   free(s);
 }
 
@@ -352,6 +477,31 @@ static uint64_t loop_poll_word(uint64_t v, size_t n) {
   return v;
 }
 
+/* vmthread's poll on the handle a VM keeps at hand (in a register, in its own thread
+ * structure), in managed code: the main thread enters it for the loop rows. */
+static vmt_thread_t *loop_self;
+
+static uint64_t loop_vmt_poll(uint64_t v, size_t n) {
+  vmt_thread_t *self = loop_self;
+  for (size_t i = 0; i < n; i++) {
+    v = LCG(v);
+    __asm__ __volatile__("" : "+r"(v));
+    vmt_poll(self);
+  }
+  return v;
+}
+
+/* The same poll on vmt_thread_current() at every iteration: what a host that keeps no handle
+ * pays (a call into the library and its TLS load), the cost a public TLS variable would save. */
+static uint64_t loop_vmt_poll_current(uint64_t v, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    v = LCG(v);
+    __asm__ __volatile__("" : "+r"(v));
+    vmt_poll(vmt_thread_current());
+  }
+  return v;
+}
+
 typedef struct loop_variant {
   const char *name;
   uint64_t (*loop)(uint64_t v, size_t n);
@@ -360,10 +510,14 @@ typedef struct loop_variant {
 static const loop_variant_t LOOP_VARIANTS[] = {
     {"loop_plain", loop_plain},
     {"loop_poll_word", loop_poll_word},
+    {"loop_vmt_poll", loop_vmt_poll},
+    {"loop_vmt_poll_current", loop_vmt_poll_current},
 };
 #define N_LOOP (sizeof(LOOP_VARIANTS) / sizeof(LOOP_VARIANTS[0]))
 
 static void poll_cost(const vmtb_options_t *o, const cfg_t *c) {
+  loop_self = vmt_thread_current();
+  vmt_exec_enter(VMT_EXEC_MANAGED);
   size_t n = c->poll_samples;
   double *s = calloc(N_LOOP * n, sizeof(double));
   if (s == NULL) die("calloc", ENOMEM);
@@ -377,6 +531,7 @@ static void poll_cost(const vmtb_options_t *o, const cfg_t *c) {
       if (r >= 0) s[li * n + (size_t)r] = (double)(t1 - t0) / POLL_BATCH;
     }
   }
+  vmt_exec_enter(VMT_EXEC_NATIVE);
   VMTB_SINK(v);
   vmtb_table_header(o, "a dependent loop without and with a poll check (ns per iteration)");
   char extra[40];
@@ -391,6 +546,62 @@ static void poll_cost(const vmtb_options_t *o, const cfg_t *c) {
     else vmtb_note(o, "%s / loop_plain at p50: %.4f", r.variant, r.p50 / plain_p50);
   }
   free(s);
+}
+
+/* ---- Safepoints -------------------------------------------------------------------------- *
+ * bench "handshake.safepoint", unit us: an empty global safepoint from the main thread (in
+ * native code) with `running` threads spinning in managed code with polls and the idle pool
+ * parked: vmt_safepoint_total is the wall time of begin and end, vmt_safepoint_reach the
+ * statistics' time to safepoint; vmt_find_deadlocks_at_safepoint is the deadlock scan at one
+ * (HotSpot's findDeadlockedThreads, bench/java/VmServicesBench.java's find_deadlocks). Before
+ * each sample every spinner has made progress: it is on a CPU, in its loop. */
+static void safepoint_config(const vmtb_options_t *o, const cfg_t *c, int idle, int running) {
+  /* With 2 spinners, 2 CPUs and the coordinator, one of the three waits for a CPU in every
+   * sample: fewer samples. */
+  size_t n = running < 2 ? c->samples : c->contended_samples * 4;
+  hs_target_t *spinners[2];
+  for (int i = 0; i < running; i++) spinners[i] = target_start(&HS_VARIANTS[3]);
+  double *total = calloc(n, sizeof(double)), *reach = calloc(n, sizeof(double));
+  double *scan = calloc(n, sizeof(double));
+  if (total == NULL || reach == NULL || scan == NULL) die("calloc", ENOMEM);
+  double stopped = 0;
+  size_t warm = c->warmup / 10;
+  for (size_t i = 0; i < n + warm; i++) {
+    for (int k = 0; k < running; k++) await_progress(spinners[k]);
+    vmt_safepoint_stats_t st;
+    int64_t t0 = vmtb_now_ns();
+    int rc = vmt_safepoint_begin(REQUEST_TIMEOUT_NS, &st);
+    if (rc == 0) rc = vmt_safepoint_end(&st);
+    int64_t t1 = vmtb_now_ns();
+    if (rc) die("vmt_safepoint_begin", rc);
+    for (int k = 0; k < running; k++) await_progress(spinners[k]);
+    int64_t *ids = NULL;
+    size_t nids = 0;
+    int64_t t2 = vmtb_now_ns();
+    rc = vmt_mx_find_deadlocked_threads_at_safepoint(REQUEST_TIMEOUT_NS, &ids, &nids);
+    int64_t t3 = vmtb_now_ns();
+    if (rc) die("vmt_mx_find_deadlocked_threads_at_safepoint", rc);
+    vmt_mx_ids_free(ids);
+    if (i < warm) continue;
+    total[i - warm] = (double)(t1 - t0) / 1000.0;
+    reach[i - warm] = (double)st.time_to_safepoint_ns / 1000.0;
+    scan[i - warm] = (double)(t3 - t2) / 1000.0;
+    stopped += st.running;
+  }
+  for (int i = 0; i < running; i++) target_halt(spinners[i]);
+  char title[96], extra[120];
+  snprintf(title, sizeof(title), "empty safepoints, %d idle, %d running threads (us)", idle,
+           running);
+  vmtb_table_header(o, title);
+  snprintf(extra, sizeof(extra),
+           "\"idle_threads\":%d,\"running_threads\":%d,\"stopped_mean\":%.2f", idle, running,
+           stopped / (double)n);
+  report_row(o, "handshake.safepoint", "vmt_safepoint_total", "us", total, n, extra);
+  report_row(o, "handshake.safepoint", "vmt_safepoint_reach", "us", reach, n, extra);
+  report_row(o, "handshake.safepoint", "vmt_find_deadlocks_at_safepoint", "us", scan, n, extra);
+  free(total);
+  free(reach);
+  free(scan);
 }
 
 int main(int argc, char **argv) {
@@ -413,6 +624,7 @@ int main(int argc, char **argv) {
   vmt_thread_t *self;
   int rc = vmt_thread_attach(NULL, &self);
   if (rc) die("vmt_thread_attach", rc);
+  vmt_mx_set_stack_walker(one_frame, NULL);
 
   poll_cost(&o, &c);
   idle_pool_t pool = {0};
@@ -425,6 +637,9 @@ int main(int argc, char **argv) {
     hs_config(&o, &c, idle, 0);
     for (int running = 1; idle == 0 && running <= c.max_running; running++)
       hs_config(&o, &c, idle, running);
+    /* Issue #14: time to safepoint with up to ncpu running threads, at every mode. */
+    for (int running = 0; running <= (idle == 0 ? 2 : 0); running++)
+      safepoint_config(&o, &c, idle, running);
   }
   idle_close(&pool);
   vmt_thread_detach();

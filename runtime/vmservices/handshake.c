@@ -201,6 +201,7 @@ int vmt__hs_wait(vmt_thread_t *self, struct vmt__hs_node *n, int64_t deadline) {
   vmt_thread_t *t = n->target;
   int64_t spin_end = vmt_os_elapsed_nanos() + VMT__VMS_SPIN_NS;
   bool spinning = true;
+  unsigned turn = 0;
   for (;;) {
     if (atomic_load_explicit(&n->done, memory_order_acquire) == VMT__NODE_DONE) return 0;
     int tp = looks_processable(t) ? try_process(t, self) : TP_NOT_SAFE;
@@ -209,7 +210,7 @@ int vmt__hs_wait(vmt_thread_t *self, struct vmt__hs_node *n, int64_t deadline) {
     if (tp == TP_SAFEPOINT) {
       rc = vmt__sp_wait_end(deadline);
     } else if (spinning) {
-      vmt__vms_relax();
+      vmt__vms_spin_turn(&turn);
       if (vmt_os_elapsed_nanos() < spin_end) continue;
       spinning = false;
       continue;
@@ -309,6 +310,7 @@ int vmt__hs_run_group(vmt_thread_t *self, struct vmt__hs_node *nodes, size_t n,
   int rc = 0;
   int64_t spin_end = vmt_os_elapsed_nanos() + VMT__VMS_SPIN_NS;
   size_t scan = 0;   /* nodes before it are done */
+  unsigned turn = 0;
   for (;;) {
     uint32_t p = atomic_load_explicit(&g.pending, memory_order_acquire);
     if ((p & ~VMT__GROUP_SLEEPING) == 0) break;
@@ -326,7 +328,7 @@ int vmt__hs_run_group(vmt_thread_t *self, struct vmt__hs_node *nodes, size_t n,
     if (tp == TP_SAFEPOINT) {
       wrc = vmt__sp_wait_end(deadline);
     } else if (vmt_os_elapsed_nanos() < spin_end) {
-      vmt__vms_relax();
+      vmt__vms_spin_turn(&turn);
       continue;
     } else if (!(p & VMT__GROUP_SLEEPING)) {
       atomic_compare_exchange_strong_explicit(&g.pending, &p, p | VMT__GROUP_SLEEPING,

@@ -64,6 +64,19 @@ static inline void vmt__vms_relax(void) {
  * more than the spin. Never a fixed sleep (HotSpot's 10 us nanosleep sleeps ~64 us here). */
 #define VMT__VMS_SPIN_NS 10000
 
+/* One turn of such a spin. Every VMT__VMS_YIELD_EVERY-th turn yields the CPU: the thread it
+ * waits for may be runnable on this very CPU (more runnable threads than CPUs: two spinners
+ * and a safepoint coordinator on 2 CPUs), and a pure spin would keep it off for the whole spin,
+ * then pay a futex wake-up on top (reach 42 us p50 with 2 running threads in //bench:handshake
+ * before; a yield costs ~1 us when nobody else is runnable). */
+#define VMT__VMS_YIELD_EVERY 64
+static inline void vmt__vms_spin_turn(unsigned *turn) {
+  if (++*turn % VMT__VMS_YIELD_EVERY == 0)
+    sched_yield();
+  else
+    vmt__vms_relax();
+}
+
 /* ---- A tiny futex lock (0 free, 1 held, 2 held with sleepers: Drepper's mutex2). Held for
  * a few stores only (queue links, flag changes), never across an operation's fn. -------- */
 static inline void vmt__vlock_acquire(_Atomic uint32_t *l) {
