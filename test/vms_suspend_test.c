@@ -50,42 +50,20 @@ static void a_parked_thread_stays_parked(void **state) {
   mu_join(pk.thread);
 }
 
-typedef struct native_then_managed {
-  int fds[2];
-  _Atomic int phase;   /* 1 reading, 2 read, 3 in managed code */
-} native_then_managed_t;
-
-static void *read_then_enter(void *arg) {
-  native_then_managed_t *n = arg;
-  atomic_store(&n->phase, 1);
-  char c;
-  ssize_t r = read(n->fds[0], &c, 1);
-  (void)r;
-  atomic_store(&n->phase, 2);
-  vmt_exec_enter(VMT_EXEC_MANAGED);
-  atomic_store(&n->phase, 3);
-  vmt_exec_enter(VMT_EXEC_NATIVE);
-  return NULL;
-}
-
 static void a_native_thread_runs_on_but_cannot_enter_managed_code(void **state) {
   (void)state;
-  native_then_managed_t n = {0};
-  assert_int_equal(pipe(n.fds), 0);
-  vmt_thread_t *t = mu_start(read_then_enter, &n);
-  MU_POLL_UNTIL(atomic_load(&n.phase) == 1, "the reader to block");
-  assert_int_equal(vmt_thread_suspend(t, VMT_SUSPEND_USER, 0, NULL), 0);
-  assert_int_equal(write(n.fds[1], "x", 1), 1);
-  MU_POLL_UNTIL(atomic_load(&n.phase) == 2, "native code to go on");
+  native_reader_t r;
+  reader_start_ex(&r, true);
+  assert_int_equal(vmt_thread_suspend(r.thread, VMT_SUSPEND_USER, 0, NULL), 0);
+  reader_feed(&r);
+  MU_POLL_UNTIL(atomic_load(&r.phase) == 2, "native code to go on");
   for (int i = 0; i < 20; i++) {
     mu_pause_1ms();
-    assert_int_equal(atomic_load(&n.phase), 2);
+    assert_int_equal(atomic_load(&r.phase), 2);
   }
-  assert_int_equal(vmt_thread_resume(t, VMT_SUSPEND_USER), 0);
-  mu_join(t);
-  assert_int_equal(atomic_load(&n.phase), 3);
-  close(n.fds[0]);
-  close(n.fds[1]);
+  assert_int_equal(vmt_thread_resume(r.thread, VMT_SUSPEND_USER), 0);
+  reader_stop(&r);
+  assert_int_equal(atomic_load(&r.phase), 3);
 }
 
 static void counts_are_per_reason(void **state) {

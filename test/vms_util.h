@@ -106,10 +106,12 @@ static inline void parker_stop(parker_t *p) {
   mu_join(p->thread);
 }
 
-/* A thread that stays NATIVE, blocked in read(2) on a pipe until a byte comes. */
+/* A thread that stays NATIVE, blocked in read(2) on a pipe until a byte comes; with
+ * then_managed it enters managed code after the read (and says so), then leaves it. */
 typedef struct native_reader {
   int fds[2];
-  _Atomic int phase;            /* 1 about to read, 2 read done */
+  bool then_managed;
+  _Atomic int phase;            /* 1 about to read, 2 read done, 3 in managed code */
   vmt_thread_t *thread;
 } native_reader_t;
 
@@ -120,18 +122,31 @@ static inline void *read_native(void *arg) {
   ssize_t n = read(r->fds[0], &c, 1);
   (void)n;
   atomic_store(&r->phase, 2);
+  if (r->then_managed) {
+    vmt_exec_enter(VMT_EXEC_MANAGED);
+    atomic_store(&r->phase, 3);
+    vmt_exec_enter(VMT_EXEC_NATIVE);
+  }
   return NULL;
 }
 
-static inline void reader_start(native_reader_t *r) {
+static inline void reader_start_ex(native_reader_t *r, bool then_managed) {
   memset(r, 0, sizeof(*r));
+  r->then_managed = then_managed;
   assert_int_equal(pipe(r->fds), 0);
   r->thread = mu_start(read_native, r);
   MU_POLL_UNTIL(atomic_load(&r->phase) == 1, "the reader to block");
 }
 
-static inline void reader_stop(native_reader_t *r) {
+static inline void reader_start(native_reader_t *r) { reader_start_ex(r, false); }
+
+/* Lets the reader's read(2) return. */
+static inline void reader_feed(native_reader_t *r) {
   assert_int_equal(write(r->fds[1], "x", 1), 1);
+}
+
+static inline void reader_stop(native_reader_t *r) {
+  if (atomic_load(&r->phase) == 1) reader_feed(r);
   mu_join(r->thread);
   close(r->fds[0]);
   close(r->fds[1]);
