@@ -114,6 +114,13 @@ static void *child_thread(void *arg) {
 
 static int slow_walker(vmt_thread_t *t, vmt_stack_frame_t *frames, int32_t max, void *ctx);
 
+/* A handshake operation: counts its calls. */
+static _Atomic long ops_run;
+static void count_op(vmt_thread_t *t, void *arg) {
+  (void)t, (void)arg;
+  atomic_fetch_add_explicit(&ops_run, 1, memory_order_relaxed);
+}
+
 /* What the child of any row must find and be able to do. */
 static void child_checks(void) {
   alarm(20);   /* a hang ends the child (SIGALRM), or the parent kills it */
@@ -180,6 +187,19 @@ static void child_checks(void) {
   CHECK(vmt_mx_disable_sigquit_dump() == 0);
   CHECK(sigaction(SIGQUIT, NULL, &sa) == 0 && sa.sa_handler == count_quit);
 #endif
+
+  /* The VM services: no safepoint holds (a vanished worker's is over), the forking thread is
+   * not suspended, enters and leaves managed code, runs a handshake on itself and holds a
+   * safepoint of its own. */
+  CHECK(!vmt_safepoint_in_progress());
+  CHECK(vmt_thread_suspend_count(me) == 0);
+  CHECK(vmt_exec_enter(VMT_EXEC_MANAGED) == VMT_EXEC_NATIVE);
+  DO(vmt_poll(me));
+  CHECK(vmt_exec_enter(VMT_EXEC_NATIVE) == VMT_EXEC_MANAGED);
+  CHECK(vmt_handshake_run(me, count_op, NULL, 1000 * 1000 * 1000, NULL) == 0);
+  vmt_safepoint_stats_t sp;
+  CHECK(vmt_safepoint_begin(1000 * 1000 * 1000, &sp) == 0 && sp.running == 0);
+  CHECK(vmt_safepoint_end(NULL) == 0);
 
   /* The stack walker can be replaced, whatever a vanished thread was doing with it. */
   DO(vmt_mx_set_stack_walker(slow_walker, NULL));
@@ -626,6 +646,116 @@ static void call_sigquit_handler(int w) {
   pthread_kill(pthread_self(), SIGQUIT);
 }
 
+/* vmthread/vmservices.h. The workers are runtime threads; the peer is parked (a safe region)
+ * and the forking thread is attached, in native code: requests to either are run on their
+ * behalf, the forking thread's while it forks. */
+#define VMS_TIMEOUT_NS (1000LL * 1000 * 1000)
+static void call_exec_enter(int w) {
+  vmt_thread_t *self = vmt_thread_current();
+  vmt_exec_enter(VMT_EXEC_MANAGED);
+  for (int i = 0; i < 64; i++) vmt_poll(self);
+  vmt_exec_enter(w % 2 ? VMT_EXEC_VM : VMT_EXEC_BLOCKED);
+  vmt_exec_enter(VMT_EXEC_NATIVE);
+}
+static void call_exec_state(int w) { (void)w, KEEP(vmt_exec_state(peer) + vmt_exec_state(me)); }
+static void call_exec_state_name(int w) { (void)w, KEEP(vmt_exec_state_name(VMT_EXEC_VM)); }
+static void call_poll_slow(int w) {
+  (void)w;
+  vmt_thread_t *self = vmt_thread_current();
+  vmt_exec_enter(VMT_EXEC_MANAGED);
+  vmt_handshake_post(self, count_op, NULL);
+  vmt_poll_slow(self);
+  vmt_exec_enter(VMT_EXEC_NATIVE);
+}
+static void call_poll_word(int w) { (void)w, KEEP(vmt_poll_word(peer)); }
+/* Worker 0 asks the parked peer, worker 1 the forking thread, worker 2 (in managed code,
+ * polling) is asked by both others in turn. */
+static _Atomic(vmt_thread_t *) polled_worker;
+static void call_handshake_run(int w) {
+  if (w == 2) {
+    vmt_thread_t *self = vmt_thread_current();
+    atomic_store(&polled_worker, self);
+    vmt_exec_enter(VMT_EXEC_MANAGED);
+    for (int i = 0; i < 1000; i++) vmt_poll(self);
+    vmt_exec_enter(VMT_EXEC_NATIVE);
+    return;
+  }
+  vmt_handshake_run(w == 0 ? peer : me, count_op, NULL, VMS_TIMEOUT_NS, NULL);
+  vmt_thread_t *other = atomic_load(&polled_worker);
+  if (other) vmt_handshake_run(other, count_op, NULL, VMS_TIMEOUT_NS, NULL);
+}
+static void polled_off(void) { atomic_store(&polled_worker, NULL); }
+static void call_handshake_post(int w) {
+  (void)w;
+  vmt_thread_t *self = vmt_thread_current();
+  vmt_handshake_post(self, count_op, NULL);
+  vmt_exec_enter(VMT_EXEC_MANAGED);   /* runs it */
+  vmt_exec_enter(VMT_EXEC_NATIVE);
+}
+static void call_handshake_run_all(int w) {
+  (void)w;
+  vmt_handshake_run_all(count_op, NULL, VMS_TIMEOUT_NS, NULL);
+}
+/* Worker 0 holds safepoints, worker 1 polls in managed code (stopped at each). */
+static void call_safepoint(int w) {
+  if (w == 1) {
+    call_exec_enter(w);
+    return;
+  }
+  vmt_safepoint_stats_t st;
+  if (vmt_safepoint_begin(VMS_TIMEOUT_NS, &st) != 0) return;
+  KEEP(vmt_safepoint_in_progress());
+  spin_ns(20 * 1000);
+  vmt_safepoint_end(&st);
+}
+/* Worker 0 suspends and resumes worker 1, which runs managed code with polls. */
+static _Atomic(vmt_thread_t *) suspendee;
+static void call_suspend_resume(int w) {
+  if (w == 1) {
+    atomic_store(&suspendee, vmt_thread_current());
+    call_exec_enter(w);
+    return;
+  }
+  vmt_thread_t *t = atomic_load(&suspendee);
+  if (t == NULL) return;
+  if (vmt_thread_suspend(t, VMT_SUSPEND_DEBUGGER, VMS_TIMEOUT_NS, NULL) == 0) {
+    KEEP(vmt_thread_suspend_count(t));
+    vmt_thread_resume(t, VMT_SUSPEND_DEBUGGER);
+  }
+  if (vmt_thread_suspend(peer, VMT_SUSPEND_VM, VMS_TIMEOUT_NS, NULL) == 0)
+    vmt_thread_resume(peer, VMT_SUSPEND_VM);
+}
+static void suspendee_off(void) { atomic_store(&suspendee, NULL); }
+/* Every thread but the caller, the forking one included (in native code it forks on). */
+static void call_suspend_all(int w) {
+  if (w == 1) {
+    call_exec_enter(w);
+    return;
+  }
+  if (vmt_thread_suspend_all(VMT_SUSPEND_USER, VMS_TIMEOUT_NS, NULL) == 0)
+    vmt_thread_resume_all(VMT_SUSPEND_USER);
+}
+static void call_dump_at_safepoint(int w) {
+  if (w == 1) {
+    call_exec_enter(w);
+    return;
+  }
+  vmt_thread_info_t **infos;
+  size_t n;
+  if (vmt_mx_dump_all_threads_at_safepoint(true, true, 8, VMS_TIMEOUT_NS, &infos, &n) == 0)
+    vmt_mx_thread_info_array_free(infos, n);
+}
+static void call_deadlocks_at_safepoint(int w) {
+  if (w == 1) {
+    call_exec_enter(w);
+    return;
+  }
+  int64_t *ids;
+  size_t n;
+  if (vmt_mx_find_deadlocked_threads_at_safepoint(VMS_TIMEOUT_NS, &ids, &n) == 0)
+    vmt_mx_ids_free(ids);
+}
+
 /* One row per public function (the same body may serve several: a pair such as create and
  * destroy is inside one or the other). */
 static const row_t rows[] = {
@@ -729,6 +859,31 @@ static const row_t rows[] = {
     {.fn = "vmt_mx_thread_dump_json_to_string", .call = call_dump_json_to_string, .workers = 2},
     {.fn = "vmt_mx_enable_sigquit_dump", .call = call_sigquit_toggle, .setup = sigquit_off, .teardown = sigquit_on},
     {.fn = "vmt_mx_disable_sigquit_dump", .call = call_sigquit_toggle, .setup = sigquit_off, .teardown = sigquit_on},
+    {.fn = "vmt_mx_dump_all_threads_at_safepoint", .call = call_dump_at_safepoint, .workers = 2,
+     .setup = walker_on, .teardown = walker_off},
+    {.fn = "vmt_mx_find_deadlocked_threads_at_safepoint", .call = call_deadlocks_at_safepoint,
+     .workers = 2},
+    /* vmthread/vmservices.h */
+    {.fn = "vmt_exec_enter", .call = call_exec_enter, .workers = 2},
+    {.fn = "vmt_exec_state", .call = call_exec_state},
+    {.fn = "vmt_exec_state_name", .call = call_exec_state_name},
+    {.fn = "vmt_poll_slow", .call = call_poll_slow, .workers = 2},
+    {.fn = "vmt_poll_word", .call = call_poll_word},
+    {.fn = "vmt_handshake_run", .call = call_handshake_run, .workers = 3, .teardown = polled_off,
+     .fork_weight = 2},
+    {.fn = "vmt_handshake_post", .call = call_handshake_post, .workers = 2},
+    {.fn = "vmt_handshake_run_all", .call = call_handshake_run_all, .workers = 2},
+    {.fn = "vmt_safepoint_begin", .call = call_safepoint, .workers = 2, .fork_weight = 2},
+    {.fn = "vmt_safepoint_end", .call = call_safepoint, .workers = 2},
+    {.fn = "vmt_safepoint_in_progress", .call = call_safepoint, .workers = 2},
+    {.fn = "vmt_thread_suspend", .call = call_suspend_resume, .workers = 2,
+     .teardown = suspendee_off, .fork_weight = 2},
+    {.fn = "vmt_thread_resume", .call = call_suspend_resume, .workers = 2,
+     .teardown = suspendee_off},
+    {.fn = "vmt_thread_suspend_count", .call = call_suspend_resume, .workers = 2,
+     .teardown = suspendee_off},
+    {.fn = "vmt_thread_suspend_all", .call = call_suspend_all, .workers = 2},
+    {.fn = "vmt_thread_resume_all", .call = call_suspend_all, .workers = 2},
     /* Not a call: a thread inside the SIGQUIT handler (the dump is on for every row). */
     {.fn = "SIGQUIT handler", .call = call_sigquit_handler, .workers = 2, .fork_weight = 3},
 };
