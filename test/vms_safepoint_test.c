@@ -278,6 +278,27 @@ static void handshakes_during_a_safepoint(void **state) {
   parker_stop(&pk);
 }
 
+/* A coordinator that exits with its safepoint held: the exit ends it, the next one begins. */
+static void *begin_and_exit(void *arg) {
+  *(int *)arg = vmt_safepoint_begin(10 * VMS_SECOND, NULL);
+  return NULL;
+}
+
+static void a_coordinator_that_exits_ends_its_safepoint(void **state) {
+  (void)state;
+  mutator_t m;
+  mutator_start(&m, true);
+  int rc = 1;
+  mu_join(mu_start(begin_and_exit, &rc));
+  assert_int_equal(rc, 0);
+  assert_false(vmt_safepoint_in_progress());
+  uint64_t it = atomic_load(&m.iterations);
+  MU_POLL_UNTIL(atomic_load(&m.iterations) > it + 1000, "the mutator to run again");
+  assert_int_equal(vmt_safepoint_begin(10 * VMS_SECOND, NULL), 0);
+  assert_int_equal(vmt_safepoint_end(NULL), 0);
+  mutator_stop(&m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(nobody_runs_managed_code_during_a_safepoint),
@@ -288,6 +309,7 @@ int main(void) {
       cmocka_unit_test(a_foreign_thread_may_coordinate),
       cmocka_unit_test(safepoints_take_turns),
       cmocka_unit_test(handshakes_during_a_safepoint),
+      cmocka_unit_test(a_coordinator_that_exits_ends_its_safepoint),
   };
   return cmocka_run_group_tests(tests, mu_attach_main, mu_detach_main);
 }

@@ -2,10 +2,10 @@
  * runtime/vmservices/lifecycle.c: a thread's last steps in the VM services, and their fork
  * rule.
  *
- * Exit. begin moves the thread into VM code (unsafe) before the exit bookkeeping: what is
- * queued runs, a suspended thread stays until resumed, and no thread exits while a safepoint
- * holds (its bookkeeping releases monitors and leaves the registry, which a safepoint's
- * consistent dump must not see change). end, once the thread is TERMINATED but before it
+ * Exit. begin ends a safepoint the thread still holds, then moves it into VM code (unsafe)
+ * before the exit bookkeeping: what is queued runs, a suspended thread stays until resumed, and
+ * no thread exits while another's safepoint holds (its bookkeeping releases monitors and leaves
+ * the registry, which a safepoint's consistent dump must not see change). end, once the thread is TERMINATED but before it
  * leaves the registry (so a safepoint coordinator still finds and counts it), runs what was
  * queued meanwhile and, under its queue lock with the queue empty, makes it EXITED: from then
  * a push answers -ESRCH. Every operation queued before is thus run exactly once, by the thread
@@ -18,7 +18,13 @@
  */
 #include "runtime/vmservices/vmservices_impl.h"
 
-void vmt__vms_thread_exit_begin(vmt_thread_t *t) { vmt__exec_move(t, VMT_EXEC_VM, NULL); }
+void vmt__vms_thread_exit_begin(vmt_thread_t *t) {
+  /* A coordinator that exits with its safepoint held ends it: nobody else can, and every
+   * later begin would wait for its lock forever. */
+  if (atomic_load_explicit(&vmt__sp_owner, memory_order_relaxed) == vmt__sp_token(t))
+    vmt_safepoint_end(NULL);
+  vmt__exec_move(t, VMT_EXEC_VM, NULL);
+}
 
 void vmt__vms_thread_exit_end(vmt_thread_t *t) {
   for (;;) {
