@@ -29,7 +29,11 @@ _Atomic uintptr_t vmt__sp_owner;
 #define SP_SLEEPING (1u << 31)
 #define INFLIGHT_WAITING (1u << 31)
 
-static pthread_mutex_t sp_lock = PTHREAD_MUTEX_INITIALIZER;
+/* One safepoint at a time. A futex lock (vmservices_impl.h), not a pthread mutex: its holder
+ * keeps it across calls for the length of a safepoint, a fork included, and TSan counts every
+ * pthread mutex a thread holds (64 at most: a coordinator's fork, with the fork handlers' and
+ * jemalloc's locks on top, passed that in vms_fork_linux_test). */
+static _Atomic uint32_t sp_lock;
 static _Atomic uint32_t sp_remaining;          /* countdown of armed threads (above) */
 static _Atomic(vmt_thread_t *) sp_last;        /* the last thread to announce its arrival */
 static _Atomic uint32_t hs_inflight;           /* processors on behalf of safe threads */
@@ -145,7 +149,7 @@ int vmt_safepoint_begin(int64_t timeout_ns, vmt_safepoint_stats_t *stats) {
   int64_t start = vmt_os_java_time_nanos();
   int64_t deadline = vmt__vms_deadline(timeout_ns);
   int saved = vmt__region_enter(self);
-  pthread_mutex_lock(&sp_lock);
+  vmt__vlock_acquire(&sp_lock);
   uint64_t id = ++sp_count;
   atomic_store_explicit(&sp_remaining, SP_BIAS, memory_order_relaxed);
   atomic_store_explicit(&sp_last, NULL, memory_order_relaxed);
@@ -156,7 +160,7 @@ int vmt_safepoint_begin(int64_t timeout_ns, vmt_safepoint_stats_t *stats) {
   const vmt__snapshot_t *snap = vmt__registry_acquire();
   if (snap == NULL) {
     release_all();
-    pthread_mutex_unlock(&sp_lock);
+    vmt__vlock_release(&sp_lock);
     vmt__region_leave(self, saved, NULL);
     return -ENOMEM;
   }
@@ -199,7 +203,7 @@ int vmt_safepoint_begin(int64_t timeout_ns, vmt_safepoint_stats_t *stats) {
     vmt_thread_t *straggler = disarm(armed);
     if (stats) vmt__straggler_fill(&stats->straggler, straggler, now - start);
     release_all();
-    pthread_mutex_unlock(&sp_lock);
+    vmt__vlock_release(&sp_lock);
     vmt__region_leave(self, saved, NULL);
     return rc;
   }
@@ -221,7 +225,7 @@ int vmt_safepoint_end(vmt_safepoint_stats_t *stats) {
   }
   int saved = sp_cur.saved_state;
   release_all();
-  pthread_mutex_unlock(&sp_lock);
+  vmt__vlock_release(&sp_lock);
   vmt__region_leave(self, saved, NULL);
   return 0;
 }
@@ -238,7 +242,7 @@ static void sp_fork_child(void) {
      * Its sp_lock is held by the same thread in the child. Nobody waits on the word here. */
     atomic_fetch_and_explicit(&vmt__sp_word, ~VMT__SP_WAITERS, memory_order_relaxed);
   } else {
-    pthread_mutex_init(&sp_lock, NULL);
+    atomic_store_explicit(&sp_lock, 0, memory_order_relaxed);
     atomic_store_explicit(&vmt__sp_owner, 0, memory_order_relaxed);
     atomic_fetch_and_explicit(&vmt__sp_word, ~(VMT__SP_ACTIVE | VMT__SP_WAITERS),
                               memory_order_relaxed);

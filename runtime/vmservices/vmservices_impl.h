@@ -169,7 +169,7 @@ bool vmt__sp_processing_begin(vmt_thread_t *self);   /* false: a safepoint holds
 void vmt__sp_processing_end(vmt_thread_t *self);
 
 /* ---- Suspension (suspend.c) ------------------------------------------------------------ */
-extern pthread_mutex_t vmt__suspend_lock;
+extern _Atomic uint32_t vmt__suspend_lock;
 
 /* ---- Time ------------------------------------------------------------------------------- */
 static inline void vmt__vms_mark_safe(vmt_thread_t *t) {
