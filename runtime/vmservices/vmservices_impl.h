@@ -40,7 +40,6 @@
 #endif
 
 #include <errno.h>
-#include <pthread.h>
 #include <sched.h>
 
 #include "runtime/process.h"
