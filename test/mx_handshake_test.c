@@ -166,6 +166,24 @@ static void in_native_and_suspended_are_real(void **state) {
   parker_stop(&pk);
 }
 
+/* management.h: without a walker the calling thread gets its native frames and every other
+ * thread none (backtrace(3) is not run on a thread at its poll), and nobody is waited for. */
+static void without_a_walker_a_running_thread_has_no_frames(void **state) {
+  (void)state;
+  vmt_mx_set_stack_walker(NULL, NULL);
+  for (int poll = 1; poll >= 0; poll--) {
+    mutator_t m;
+    mutator_start(&m, poll);
+    int64_t t0 = test_clock_ns(CLOCK_MONOTONIC);
+    vmt_thread_info_t *info = info_of(m.thread, 8);
+    int64_t waited = test_clock_ns(CLOCK_MONOTONIC) - t0;
+    assert_int_equal(info->frame_count, 0);
+    vmt_mx_thread_info_free(info);
+    if (!poll) assert_true(waited < VMT_MX_WALK_TIMEOUT_NS);   /* not the walk's timeout */
+    mutator_stop(&m);
+  }
+}
+
 /* ---- At a safepoint ---------------------------------------------------------------------- */
 static void a_dump_at_a_safepoint_is_of_one_instant(void **state) {
   (void)state;
@@ -254,6 +272,7 @@ int main(void) {
       cmocka_unit_test(a_parked_thread_is_held_while_it_is_walked),
       cmocka_unit_test(a_thread_that_never_polls_is_reported_without_frames),
       cmocka_unit_test(in_native_and_suspended_are_real),
+      cmocka_unit_test(without_a_walker_a_running_thread_has_no_frames),
       cmocka_unit_test(a_dump_at_a_safepoint_is_of_one_instant),
       cmocka_unit_test(the_deadlock_scan_at_a_safepoint_finds_a_real_cycle),
   };

@@ -97,11 +97,12 @@ typedef struct vmt_thread_info {
  * synchronizers are reported (use the array form). Errors: -EINVAL (id <= 0, max_depth < 0,
  * NULL out), -ENOMEM.
  *
- * With max_depth > 0 every other thread's ThreadInfo is read inside a handshake with it
- * (vmthread/vmservices.h): its stack, its state and its locks are one state of the thread, at
- * a safe point. A thread in native or blocked code is read at once, on the caller's side; one
- * running managed code at its next poll. One that does not poll within VMT_MX_WALK_TIMEOUT_NS
- * is reported without frames. max_depth 0 never waits for anybody.
+ * With max_depth > 0 and a stack walker registered (below), every other thread's ThreadInfo
+ * is read inside a handshake with it (vmthread/vmservices.h): its stack, its state and its
+ * locks are one state of the thread, at a safe point. A thread in native or blocked code is
+ * read at once, on the caller's side; one running managed code at its next poll. One that
+ * does not poll within VMT_MX_WALK_TIMEOUT_NS is reported without frames. max_depth 0, or no
+ * walker (other threads then have no frames), never waits for anybody.
  */
 #define VMT_MX_MAX_DEPTH_ALL INT32_MAX
 #define VMT_MX_WALK_TIMEOUT_NS (1000LL * 1000 * 1000)

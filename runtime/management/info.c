@@ -218,7 +218,9 @@ int vmt__mx_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, unsigned f
                         vmt__mx_stacks_t *stacks, vmt_thread_info_t **out) {
   *out = NULL;
   if (!t || !vmt__thread_is_listed(t)) return 0;
-  if (stacks->max_depth == 0 || t == vmt__current)
+  /* Without a walker another thread has no frames (backtrace(3) walks only its caller's
+   * stack, and must not run at the thread's poll either): nothing to hold still. */
+  if (stacks->max_depth == 0 || !stacks->fn || t == vmt__current)
     return read_thread_info(snap, t, flags, stacks, out);
   /* With a stack: inside a handshake, so the walker sees the thread stopped at a safe point,
    * its stack and its locks as one state, and the thread cannot exit meanwhile (HotSpot 25's
