@@ -184,6 +184,69 @@ static void without_a_walker_a_running_thread_has_no_frames(void **state) {
   }
 }
 
+/* A thread in managed code that replaces the walker while a call with stacks holds the
+ * walker lock waits for that call in a safe state: the call walks it on its behalf instead
+ * of waiting for a poll that cannot come until the call ends. */
+typedef struct replacer {
+  _Atomic bool running, go, replaced, stop;
+  _Atomic(vmt_thread_t *) walked_on;   /* where the replacer's own walk ran */
+  _Atomic bool saw_blocked;
+  vmt_thread_t *thread;
+} replacer_t;
+
+static int gate_walker(vmt_thread_t *t, vmt_stack_frame_t *frames, int32_t max, void *ctx) {
+  replacer_t *r = ctx;
+  if (t == r->thread) {
+    atomic_store(&r->walked_on, vmt_thread_current());
+  } else if (!atomic_exchange(&r->go, true)) {
+    /* The replacer now waits for this call's walker lock; give it 2 s to show BLOCKED. */
+    for (int i = 0; i < 2000 && vmt_exec_state(r->thread) != VMT_EXEC_BLOCKED; i++)
+      mu_pause_1ms();
+    atomic_store(&r->saw_blocked, vmt_exec_state(r->thread) == VMT_EXEC_BLOCKED);
+  }
+  if (max < 1) return 0;
+  frames[0] = (vmt_stack_frame_t){.function = "demo.Main.run", .file = "Main.vm", .line = 7};
+  return 1;
+}
+
+static void *replace_from_managed_code(void *arg) {
+  replacer_t *r = arg;
+  vmt_thread_t *self = vmt_thread_current();
+  vmt_exec_enter(VMT_EXEC_MANAGED);
+  atomic_store(&r->running, true);
+  while (!atomic_load(&r->stop)) {
+    if (atomic_load(&r->go) && !atomic_load(&r->replaced)) {
+      vmt_mx_set_stack_walker(gate_walker, r);
+      atomic_store(&r->replaced, true);
+    }
+    vmt_poll(self);
+  }
+  vmt_exec_enter(VMT_EXEC_NATIVE);
+  return NULL;
+}
+
+static void replacing_the_walker_from_managed_code_does_not_stall_a_walk(void **state) {
+  (void)state;
+  replacer_t r;
+  memset(&r, 0, sizeof(r));
+  vmt_mx_set_stack_walker(gate_walker, &r);
+  r.thread = mu_start(replace_from_managed_code, &r);
+  MU_POLL_UNTIL(atomic_load(&r.running), "the replacer to run managed code");
+  /* The caller first (its walk lets the replacer go), then the replacer. */
+  int64_t ids[2] = {vmt_thread_id(vmt_thread_current()), vmt_thread_id(r.thread)};
+  vmt_thread_info_t **infos = NULL;
+  assert_int_equal(vmt_mx_get_thread_info_array(ids, 2, false, false, 8, &infos), 0);
+  assert_true(atomic_load(&r.saw_blocked));
+  assert_non_null(infos[1]);
+  assert_int_equal(infos[1]->frame_count, 1);
+  assert_ptr_equal(atomic_load(&r.walked_on), vmt_thread_current());
+  vmt_mx_thread_info_array_free(infos, 2);
+  MU_POLL_UNTIL(atomic_load(&r.replaced), "the replacement to finish after the call");
+  atomic_store(&r.stop, true);
+  mu_join(r.thread);
+  vmt_mx_set_stack_walker(NULL, NULL);
+}
+
 /* ---- At a safepoint ---------------------------------------------------------------------- */
 static void a_dump_at_a_safepoint_is_of_one_instant(void **state) {
   (void)state;
@@ -273,6 +336,7 @@ int main(void) {
       cmocka_unit_test(a_thread_that_never_polls_is_reported_without_frames),
       cmocka_unit_test(in_native_and_suspended_are_real),
       cmocka_unit_test(without_a_walker_a_running_thread_has_no_frames),
+      cmocka_unit_test(replacing_the_walker_from_managed_code_does_not_stall_a_walk),
       cmocka_unit_test(a_dump_at_a_safepoint_is_of_one_instant),
       cmocka_unit_test(the_deadlock_scan_at_a_safepoint_finds_a_real_cycle),
   };

@@ -166,7 +166,8 @@ VMT_EXPORT void vmt_mx_thread_info_array_free(vmt_thread_info_t **infos, size_t 
  * those frames read as zero. The strings it stores stay the VM's: the runtime copies them
  * before the walker is called again. When it fills all max frames it may be called again with
  * a larger buffer (up to 65536 frames). Replacing or removing (NULL) the walker waits for
- * calls in progress; a walker must not call vmt_mx_set_stack_walker itself.
+ * calls in progress, in a safe state (BLOCKED, as the runtime's other blocking calls); a
+ * walker must not call vmt_mx_set_stack_walker itself.
  * Without a walker, the calling thread gets its native frames (backtrace(3), from the frame
  * that called the management function) and other threads none.
  */

@@ -15,7 +15,8 @@
  *   VM       in the VM's runtime code, touching managed state without polling (unsafe); it
  *            reaches a safe point at its next transition or poll.
  *   BLOCKED  in a blocking call (safe): the runtime's own (contended monitor enter, wait,
- *            park, sleep, synchronizer waits, join) are safe regions by themselves, and a host
+ *            park, sleep, synchronizer waits, join, vmt_mx_set_stack_walker's wait for the
+ *            management calls in progress) are safe regions by themselves, and a host
  *            brackets its own with vmt_exec_enter(VMT_EXEC_BLOCKED) and back.
  *   EXITED   the thread has left (safe; operations on it fail with -ESRCH).
  *

@@ -104,6 +104,13 @@ int vmt_mx_frame_holds_monitor(int32_t frame, const vmt_monitor_t *monitor) {
 }
 
 void vmt_mx_set_stack_walker(vmt_mx_stack_walker_fn fn, void *ctx) {
+  /* The wait for the calls in progress is a safe region, as the runtime's other blocking
+   * calls: such a call holds the lock while it handshakes thread after thread, and a replacer
+   * in managed code, unable to poll, would cost it VMT_MX_WALK_TIMEOUT_NS and its stack. The
+   * region is left after the lock is given back: a thread held there (a safepoint, a
+   * suspension) holds no lock that a coordinator's dump would wait for. */
+  vmt_thread_t *self = vmt__current;
+  int saved = vmt__region_enter(self);
   pthread_rwlock_wrlock(&walker_lock);
   walker_pair_t *cur = atomic_load_explicit(&walker, memory_order_relaxed);
   walker_pair_t *next = cur == &walker_pairs[0] ? &walker_pairs[1] : &walker_pairs[0];
@@ -111,6 +118,7 @@ void vmt_mx_set_stack_walker(vmt_mx_stack_walker_fn fn, void *ctx) {
   next->ctx = ctx;
   atomic_store_explicit(&walker, next, memory_order_release);
   pthread_rwlock_unlock(&walker_lock);
+  vmt__region_leave(self, saved, NULL);
 }
 
 void vmt__mx_frames_free(vmt_stack_frame_t *frames) { free(frames); }
