@@ -126,7 +126,8 @@ static void sigquit_switch_is_no_cancellation_point(void **state) {
 /* ---- a stack walker with a cancellation point in it (its lock is held across the walk) ---- */
 static int cancellable_walker(vmt_thread_t *t, vmt_stack_frame_t *frames, int32_t max,
                               void *ctx) {
-  (void)t, (void)ctx;
+  (void)t;
+  if (ctx) atomic_store((_Atomic(vmt_thread_t *) *)ctx, vmt_thread_current());
   pthread_testcancel();   /* what a VM's walker may reach: a read, a write, a wait */
   if (max < 1) return 0;
   frames[0] = (vmt_stack_frame_t){.function = "walked", .file = NULL, .line = 1, .pc = 0};
@@ -158,6 +159,51 @@ static void walks_are_no_cancellation_point(void **state) {
   assert_int_equal(v.rc, 0);
   fclose(sink);
   /* The walker can be replaced: no walk holds its lock. */
+  vmt_mx_set_stack_walker(NULL, NULL);
+  assert_int_equal(vmt_thread_detach(), 0);
+}
+
+/* A thread in managed code runs the walk of itself at its poll (a handshake the querying
+ * thread waits for): a cancellation pending there is not acted upon inside the walk either. */
+typedef struct poller {
+  _Atomic bool running, stop;
+} poller_t;
+
+static void *poll_with_a_pending_cancellation(void *arg) {
+  poller_t *p = arg;
+  vmt_thread_t *self = vmt_thread_current();
+  pthread_cancel(pthread_self());   /* pending: nothing below is a cancellation point */
+  vmt_exec_enter(VMT_EXEC_MANAGED);
+  atomic_store(&p->running, true);
+  while (!atomic_load(&p->stop)) vmt_poll(self);
+  vmt_exec_enter(VMT_EXEC_NATIVE);
+  int old;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);   /* end normally */
+  return NULL;
+}
+
+static void a_walk_on_its_target_is_no_cancellation_point_there(void **state) {
+  (void)state;
+  hang_guard();
+  vmt_thread_t *me;
+  assert_int_equal(vmt_thread_attach(NULL, &me), 0);
+  _Atomic(vmt_thread_t *) ran_on = NULL;
+  vmt_mx_set_stack_walker(cancellable_walker, &ran_on);
+  poller_t p = {0};
+  vmt_thread_t *t;
+  assert_int_equal(vmt_thread_start(&t, poll_with_a_pending_cancellation, &p), 0);
+  while (!atomic_load(&p.running)) sched_yield();
+  vmt_thread_info_t *info = NULL;
+  assert_int_equal(vmt_mx_get_thread_info(vmt_thread_id(t), 8, &info), 0);
+  assert_non_null(info);
+  assert_int_equal(info->frame_count, 1);
+  assert_ptr_equal(atomic_load(&ran_on), t);   /* the walk ran on the target, at its poll */
+  vmt_mx_thread_info_free(info);
+  atomic_store(&p.stop, true);
+  void *res = (void *)1;
+  assert_int_equal(vmt_thread_join(t, &res), 0);
+  assert_null(res);
+  assert_int_equal(vmt_thread_release(t), 0);
   vmt_mx_set_stack_walker(NULL, NULL);
   assert_int_equal(vmt_thread_detach(), 0);
 }
@@ -245,6 +291,7 @@ int main(void) {
       cmocka_unit_test(join_cancelled_leaves_the_target_joinable),
       cmocka_unit_test(sigquit_switch_is_no_cancellation_point),
       cmocka_unit_test(walks_are_no_cancellation_point),
+      cmocka_unit_test(a_walk_on_its_target_is_no_cancellation_point_there),
       cmocka_unit_test(a_cancelled_waiter_waits_on),
       cmocka_unit_test(blocking_calls_finish_before_the_cancellation),
   };
