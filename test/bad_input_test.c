@@ -506,6 +506,14 @@ static void management_functions(void **state) {
         vmt_mx_dump_all_threads(false, false, 0, NULL, &n));
   rc_is("vmt_mx_dump_all_threads", "count NULL", -EINVAL,
         vmt_mx_dump_all_threads(false, false, 0, &infos, NULL));
+  rc_is("vmt_mx_dump_all_threads_at_safepoint", "an unknown flag", -EINVAL,
+        vmt_mx_dump_all_threads_at_safepoint(0x8u, 0, 0, &infos, &n));
+  rc_is("vmt_mx_dump_all_threads_at_safepoint", "max_depth -1", -EINVAL,
+        vmt_mx_dump_all_threads_at_safepoint(0, -1, 0, &infos, &n));
+  rc_is("vmt_mx_dump_all_threads_at_safepoint", "timeout_ns -1", -EINVAL,
+        vmt_mx_dump_all_threads_at_safepoint(0, 0, -1, &infos, &n));
+  rc_is("vmt_mx_dump_all_threads_at_safepoint", "out NULL", -EINVAL,
+        vmt_mx_dump_all_threads_at_safepoint(0, 0, 0, NULL, &n));
   vmt_mx_thread_info_free(NULL);
   survives("vmt_mx_thread_info_free", "NULL");
   vmt_mx_thread_info_array_free(NULL, 5);
@@ -555,6 +563,10 @@ static void management_functions(void **state) {
         vmt_mx_find_deadlocked_threads(NULL, &n));
   rc_is("vmt_mx_find_deadlocked_threads", "count NULL", -EINVAL,
         vmt_mx_find_deadlocked_threads(&ids, NULL));
+  rc_is("vmt_mx_find_deadlocked_threads_at_safepoint", "timeout_ns -1", -EINVAL,
+        vmt_mx_find_deadlocked_threads_at_safepoint(-1, &ids, &n));
+  rc_is("vmt_mx_find_deadlocked_threads_at_safepoint", "ids NULL", -EINVAL,
+        vmt_mx_find_deadlocked_threads_at_safepoint(0, NULL, &n));
 
   /* Allocated bytes: -EINVAL before -ENOTSUP (the management.h convention). */
   int64_t bytes;

@@ -742,7 +742,8 @@ static void call_dump_at_safepoint(int w) {
   }
   vmt_thread_info_t **infos;
   size_t n;
-  if (vmt_mx_dump_all_threads_at_safepoint(true, true, 8, VMS_TIMEOUT_NS, &infos, &n) == 0)
+  uint32_t flags = VMT_MX_INFO_LOCKED_MONITORS | VMT_MX_INFO_LOCKED_SYNCHRONIZERS;
+  if (vmt_mx_dump_all_threads_at_safepoint(flags, 8, VMS_TIMEOUT_NS, &infos, &n) == 0)
     vmt_mx_thread_info_array_free(infos, n);
 }
 static void call_deadlocks_at_safepoint(int w) {

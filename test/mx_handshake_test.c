@@ -259,9 +259,9 @@ static void a_dump_at_a_safepoint_is_of_one_instant(void **state) {
   w->nmut = 3;
   vmt_thread_info_t **infos = NULL;
   size_t n = 0;
-  assert_int_equal(vmt_mx_dump_all_threads_at_safepoint(true, true, 8, 10 * VMS_SECOND, &infos,
-                                                        &n),
-                   0);
+  uint32_t locks = VMT_MX_INFO_LOCKED_MONITORS | VMT_MX_INFO_LOCKED_SYNCHRONIZERS;
+  assert_int_equal(
+      vmt_mx_dump_all_threads_at_safepoint(locks, 8, 10 * VMS_SECOND, &infos, &n), 0);
   assert_true(n >= 4);   /* the mutators and the main thread */
   assert_true(w->n >= 4);
   for (int k = 1; k < w->n; k++)
@@ -271,18 +271,32 @@ static void a_dump_at_a_safepoint_is_of_one_instant(void **state) {
                  (unsigned long long)w->seen[k][i], (unsigned long long)w->seen[0][i]);
   for (size_t i = 0; i < n; i++) assert_int_equal(infos[i]->frame_count, 1);
   vmt_mx_thread_info_array_free(infos, n);
+  /* The flags of the _ex calls: no CPU times when asked. */
+  assert_int_equal(
+      vmt_mx_dump_all_threads_at_safepoint(VMT_MX_INFO_NO_CPU_TIME, 0, 0, &infos, &n), 0);
+  assert_true(n >= 4);
+  for (size_t i = 0; i < n; i++) {
+    assert_int_equal(infos[i]->cpu_time_ns, -1);
+    assert_int_equal(infos[i]->user_time_ns, -1);
+  }
+  vmt_mx_thread_info_array_free(infos, n);
   assert_false(vmt_safepoint_in_progress());
   for (int i = 0; i < 3; i++) mutator_stop(&m[i]);
   /* A thread that never polls: the safepoint times out, nothing is returned. */
   mutator_t bad;
   mutator_start(&bad, false);
   infos = (vmt_thread_info_t **)1;
-  assert_int_equal(vmt_mx_dump_all_threads_at_safepoint(false, false, 8, 50 * MU_MS, &infos, &n),
+  assert_int_equal(vmt_mx_dump_all_threads_at_safepoint(0, 8, 50 * MU_MS, &infos, &n),
                    -ETIMEDOUT);
   assert_ptr_equal(infos, (vmt_thread_info_t **)1);
-  mutator_stop(&bad);
-  assert_int_equal(vmt_mx_dump_all_threads_at_safepoint(false, false, -1, 0, &infos, &n),
+  /* Bad arguments are refused before anybody is stopped: with no timeout (0), a safepoint
+   * begun for them would wait for the never-polling thread forever. */
+  assert_int_equal(vmt_mx_dump_all_threads_at_safepoint(0, -1, 0, &infos, &n), -EINVAL);
+  assert_int_equal(vmt_mx_dump_all_threads_at_safepoint(0x80000000u, 8, 0, &infos, &n),
                    -EINVAL);
+  assert_int_equal(vmt_mx_dump_all_threads_at_safepoint(0, 8, -1, &infos, &n), -EINVAL);
+  assert_int_equal(vmt_mx_dump_all_threads_at_safepoint(0, 8, 0, NULL, &n), -EINVAL);
+  mutator_stop(&bad);
   log_remove(w);
 }
 

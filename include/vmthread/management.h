@@ -138,17 +138,18 @@ VMT_EXPORT int vmt_mx_get_thread_info_array_ex(const int64_t *ids, size_t count,
 VMT_EXPORT int vmt_mx_dump_all_threads_ex(uint32_t flags, int32_t max_depth,
                                           vmt_thread_info_t ***out, size_t *count);
 
-/* The same at a global safepoint (what HotSpot's dumpAllThreads always is): every thread's
- * ThreadInfo from one instant, in which no thread runs managed code, enters or leaves a
- * monitor through the runtime's blocking paths, or exits; the calling thread's own entry is
- * read at that instant too. The price: every thread in managed code stops for the length of
- * the dump (docs/management.md, "Consistent or lock-free"). Threads in native code run on; one
- * that takes an uncontended monitor there changes its locks even so (enter it from VM code).
- * timeout_ns bounds the time to reach the safepoint (0: none). Errors as dumpAllThreads, and
- * -ETIMEDOUT (nothing returned), -EDEADLK (the caller holds a safepoint already). */
-VMT_EXPORT int vmt_mx_dump_all_threads_at_safepoint(bool locked_monitors,
-                                                    bool locked_synchronizers,
-                                                    int32_t max_depth, int64_t timeout_ns,
+/* vmt_mx_dump_all_threads_ex at a global safepoint (what HotSpot's dumpAllThreads always
+ * is): every thread's ThreadInfo from one instant, in which no thread runs managed code,
+ * enters or leaves a monitor through the runtime's blocking paths, or exits; the calling
+ * thread's own entry is read at that instant too. The price: every thread in managed code
+ * stops for the length of the dump (docs/management.md, "Consistent or lock-free"). Threads in
+ * native code run on; one that takes an uncontended monitor there changes its locks even so
+ * (enter it from VM code). flags as the _ex calls; timeout_ns bounds the time to reach the
+ * safepoint (0: none). Errors as vmt_mx_dump_all_threads_ex (checked before any thread is
+ * stopped), and -EINVAL (timeout_ns < 0), -ETIMEDOUT (nothing returned), -EDEADLK (the caller
+ * holds a safepoint already). */
+VMT_EXPORT int vmt_mx_dump_all_threads_at_safepoint(uint32_t flags, int32_t max_depth,
+                                                    int64_t timeout_ns,
                                                     vmt_thread_info_t ***out, size_t *count);
 
 VMT_EXPORT void vmt_mx_thread_info_free(vmt_thread_info_t *info);

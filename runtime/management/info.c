@@ -356,19 +356,19 @@ __attribute__((noinline)) int vmt_mx_dump_all_threads_ex(uint32_t flags, int32_t
   return vmt__mx_dump_all(flags, max_depth, VMT__MX_CALLER_PC(), out, count);
 }
 
-__attribute__((noinline)) int vmt_mx_dump_all_threads_at_safepoint(bool locked_monitors,
-                                                                   bool locked_synchronizers,
+__attribute__((noinline)) int vmt_mx_dump_all_threads_at_safepoint(uint32_t flags,
                                                                    int32_t max_depth,
                                                                    int64_t timeout_ns,
                                                                    vmt_thread_info_t ***out,
                                                                    size_t *count) {
   if (!out || !count || max_depth < 0 || timeout_ns < 0) return -EINVAL;
-  int rc = vmt_safepoint_begin(timeout_ns, NULL);
+  int rc = check_flags(flags);   /* before stopping anybody for a call that cannot run */
+  if (rc) return rc;
+  rc = vmt_safepoint_begin(timeout_ns, NULL);
   if (rc) return rc;
   /* Every other thread is stopped: the handshakes of the dump are the coordinator's, run on
    * the spot for each thread. */
-  rc = vmt__mx_dump_all(locked_flags(locked_monitors, locked_synchronizers), max_depth,
-                        VMT__MX_CALLER_PC(), out, count);
+  rc = vmt__mx_dump_all(flags, max_depth, VMT__MX_CALLER_PC(), out, count);
   vmt_safepoint_end(NULL);
   return rc;
 }
