@@ -91,7 +91,7 @@ static inline void vmt__mx_prefetch(const vmt_thread_t *t, size_t bytes) {
  * How far ahead of a walk in snapshot order records are prefetched. Walks without a syscall
  * per thread (ids, allocated bytes, the deadlock scan, the lookups of a CPU-time sweep) spend
  * a few ns per record when it is cached, and 40-100 ns when it comes from L3 or memory, which
- * at 10,000 threads (2.8 MB of records, more than this machine's 1 MB L2) is the common case:
+ * at 10,000 threads (3.9 MB of records, more than this machine's 1 MB L2) is the common case:
  * one ahead, the allocated-bytes sweep cost 21.7 ns per thread at 10,000 against 9.4 at 1000
  * here (best of 10 calls). 32 ahead covers ~100 ns of such walking; against 8 ahead it took
  * getAllThreadIds of 10,000 cold records from 18-21 to 12-17 ns per thread (three runs each,
@@ -157,6 +157,8 @@ void vmt__mx_thread_user_and_cpu_ns(vmt_thread_t *t, int64_t *user, int64_t *cpu
  * Stack capture (stack.c) for one management call: begin takes the walker (under its lock, held
  * until end, so a replacement waits for the call, with cancellation off in between: the walker is
  * the VM's code) and end releases it and the call's scratch buffer. max_depth <= 0 takes nothing.
+ * Between the two, capture may also run on the thread being walked, inside the call's handshake
+ * with it (info.c), while the calling thread waits: one thread at a time uses the stacks.
  * capture gives t's frames, at most max_depth, as one malloc'ed block holding the array and its
  * strings (free with vmt__mx_frames_free): with a registered walker the walker's frames; else, for
  * the calling thread, its native frames above caller_pc (the return address into the application

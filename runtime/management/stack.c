@@ -9,21 +9,26 @@
  * vmt__mx_stacks_begin .. _end), so replacing it waits for calls in progress and the VM may
  * free the old walker's context once the setter returns. The walker fills a scratch buffer
  * that the call reuses for every thread; each thread's frames are then copied into one
- * allocation.
+ * allocation. A walk that a thread runs of itself, at its poll, runs on the call's stacks too
+ * (vmt__mx_stacks_t: the walker pair, the buffer) without taking the lock: the calling thread
+ * holds it and waits for the handshake's operation, and operations of one call run one at a
+ * time, each ordered after the last by the handshake's queue lock and completion.
  *
  * Held monitors and frames: HotSpot finds the frame that locked each monitor by asking every
  * frame for its lock records (javaVFrame::locked_monitors). Here the walker may do the same
  * while it fills frames, with vmt_mx_frame_holds_monitor(frame, monitor); the reports of a
- * walk live in the querying thread's current walk (a thread-local pointer, set only during the
- * walker call). Nothing is recorded at monitor enter, so the uncontended path costs the same.
+ * walk live in the current walk of the thread that runs the walker (a thread-local pointer,
+ * set only during the walker call: the querying thread, or the walked one at its poll).
+ * Nothing is recorded at monitor enter, so the uncontended path costs the same.
  *
  * fork: the lock cannot be held across fork (a call holds it while running the VM's code, which
  * may wait for anything, the forking thread included), so the child re-initialises it, and
  * takes it again for each call with stacks the forking thread itself is inside (a walker that
- * forks). The
- * walker and its context are one pair in one of two slots, the setter fills the slot not in
- * use and then switches with one store, so a child forked in the middle of a replacement sees
- * the old pair or the new one, never half of each.
+ * forks). A walker that forks while its thread runs it for another thread's call takes nothing
+ * again: that call's thread, which held the lock, is not in the child. The walker and its
+ * context are one pair in one of two slots, the setter fills the slot not in use and then
+ * switches with one store, so a child forked in the middle of a replacement sees the old pair
+ * or the new one, never half of each.
  */
 #include <errno.h>
 #include <pthread.h>
