@@ -81,6 +81,14 @@ static vmt_thread_info_t *info_of(vmt_thread_t *t, int32_t depth) {
   return info;
 }
 
+/* info_of, and how long the call took. */
+static vmt_thread_info_t *timed_info_of(vmt_thread_t *t, int32_t depth, int64_t *took_ns) {
+  int64_t t0 = test_clock_ns(CLOCK_MONOTONIC);
+  vmt_thread_info_t *info = info_of(t, depth);
+  *took_ns = test_clock_ns(CLOCK_MONOTONIC) - t0;
+  return info;
+}
+
 static void a_running_thread_is_walked_by_itself_at_its_poll(void **state) {
   (void)state;
   walk_log_t *w = log_install();
@@ -130,9 +138,8 @@ static void a_thread_that_never_polls_is_reported_without_frames(void **state) {
   walk_log_t *w = log_install();
   mutator_t m;
   mutator_start(&m, false);
-  int64_t t0 = test_clock_ns(CLOCK_MONOTONIC);
-  vmt_thread_info_t *info = info_of(m.thread, 8);
-  int64_t waited = test_clock_ns(CLOCK_MONOTONIC) - t0;
+  int64_t waited;
+  vmt_thread_info_t *info = timed_info_of(m.thread, 8, &waited);
   assert_int_equal(info->frame_count, 0);
   assert_int_equal(info->id, vmt_thread_id(m.thread));
   assert_true(waited >= VMT_MX_WALK_TIMEOUT_NS);
@@ -174,9 +181,8 @@ static void without_a_walker_a_running_thread_has_no_frames(void **state) {
   for (int poll = 1; poll >= 0; poll--) {
     mutator_t m;
     mutator_start(&m, poll);
-    int64_t t0 = test_clock_ns(CLOCK_MONOTONIC);
-    vmt_thread_info_t *info = info_of(m.thread, 8);
-    int64_t waited = test_clock_ns(CLOCK_MONOTONIC) - t0;
+    int64_t waited;
+    vmt_thread_info_t *info = timed_info_of(m.thread, 8, &waited);
     assert_int_equal(info->frame_count, 0);
     vmt_mx_thread_info_free(info);
     if (!poll) assert_true(waited < VMT_MX_WALK_TIMEOUT_NS);   /* not the walk's timeout */
