@@ -87,10 +87,52 @@ static void report(const vmtb_options_t *o, const char *bench, const char *varia
 
 /* ---- Uncontended ------------------------------------------------------------------------ */
 
-enum { U_PTHREAD, U_MONITOR, U_MONITOR_ON, U_SYNC, U_EMPTY, U_VARIANTS };
+/* Probes of the core's state, in the same rotation (docs/monitors.md, "Why the uncontended ratio
+ * moves"): a chain of dependent multiplies runs at one per 3 cycles however the core is shared,
+ * so it gives the clock; a one-instruction-per-cycle loop (aligned to 64 bytes in asm, so that
+ * no build moves it across an op-cache line, which halves its speed) runs at one iteration per
+ * cycle only while no other hardware thread competes for the core. And the floor of any lock: a
+ * CAS and an exchange on one word, the two locked instructions every enter+exit pair makes. */
+static double batch_cycle_loop(int n) {
+  int64_t t0 = vmtb_now_ns();
+#if defined(__x86_64__)
+  int i = 0;
+  __asm__ __volatile__(".p2align 6\n1:\n\tadd $1, %0\n\tcmp %1, %0\n\tjne 1b"
+                       : "+r"(i) : "r"(n) : "cc");
+#else
+  for (int i = 0; i < n; i++) VMTB_SINK(i);
+#endif
+  return (double)(vmtb_now_ns() - t0) / n;
+}
+
+static double batch_multiply_chain(int n) {
+  uint64_t x = 3;
+  int64_t t0 = vmtb_now_ns();
+  for (int i = 0; i < n; i++) {
+    x *= 0x9E3779B97F4A7C15ull;
+    __asm__ __volatile__("" : "+r"(x));
+  }
+  VMTB_SINK(x);
+  return (double)(vmtb_now_ns() - t0) / n;
+}
+
+static double batch_locked_pair(int n) {
+  static _Atomic uint32_t word;
+  int64_t t0 = vmtb_now_ns();
+  for (int i = 0; i < n; i++) {
+    uint32_t expected = 0;
+    atomic_compare_exchange_strong(&word, &expected, 1);
+    atomic_exchange(&word, 0);
+  }
+  return (double)(vmtb_now_ns() - t0) / n;
+}
+
+enum { U_PTHREAD, U_MONITOR, U_MONITOR_ON, U_SYNC, U_EMPTY, U_CHAIN, U_CYCLE, U_LOCKED,
+       U_VARIANTS };
 static const char *const u_names[U_VARIANTS] = {
     "pthread_mutex lock+unlock", "monitor enter+exit", "monitor enter+exit, monitoring on",
-    "sync lock+unlock", "measuring overhead (empty loop)"};
+    "sync lock+unlock", "measuring overhead (empty loop)", "probe: dependent multiply",
+    "probe: one-cycle loop", "probe: CAS+exchange pair"};
 
 static double uncontended_batch(int v) {
   switch (v) {
@@ -103,6 +145,9 @@ static double uncontended_batch(int v) {
       return ns;
     }
     case U_SYNC: return batch_sync(BATCH);
+    case U_CHAIN: return batch_multiply_chain(BATCH);
+    case U_CYCLE: return batch_cycle_loop(BATCH);
+    case U_LOCKED: return batch_locked_pair(BATCH);
     default: return batch_empty(BATCH);
   }
 }
@@ -130,10 +175,13 @@ static void uncontended(const vmtb_options_t *o, const cfg_t *c, ratios_t *q) {
   vmtb_result_t r[U_VARIANTS];
   /* Ratios need the baselines' medians first: compute all, then report. */
   for (int v = 0; v < U_VARIANTS; v++) vmtb_stats(s[v], c->samples, &r[v]);
+  /* Cycles per iteration of the one-cycle loop: 1 with the core to itself, about 2 shared. */
+  double loop_cycles = r[U_CYCLE].p50 / (r[U_CHAIN].p50 / 3);
   for (int v = 0; v < U_VARIANTS; v++) {
     char extra[160] = "";
     if (v == U_MONITOR || v == U_SYNC)
-      snprintf(extra, sizeof(extra), "\"ratio_vs_pthread\":%.3f", r[v].p50 / r[U_PTHREAD].p50);
+      snprintf(extra, sizeof(extra), "\"ratio_vs_pthread\":%.3f,\"core_loop_cycles\":%.2f",
+               r[v].p50 / r[U_PTHREAD].p50, loop_cycles);
     else if (v == U_MONITOR_ON)
       snprintf(extra, sizeof(extra), "\"ratio_vs_pthread\":%.3f,\"ratio_vs_monitoring_off\":%.3f",
                r[v].p50 / r[U_PTHREAD].p50, r[v].p50 / r[U_MONITOR].p50);
@@ -149,6 +197,11 @@ static void uncontended(const vmtb_options_t *o, const cfg_t *c, ratios_t *q) {
             "loop+timer overhead: %.3f); monitoring on/off %.3f; sync %.2f ns",
             r[U_MONITOR].p50, r[U_PTHREAD].p50, q->uncontended, e,
             (r[U_MONITOR].p50 - e) / (r[U_PTHREAD].p50 - e), q->monitoring, r[U_SYNC].p50);
+  vmtb_note(o,
+            "core: %.2f cycles per iteration of the one-cycle loop (1: the core to itself; about "
+            "2: shared with another hardware thread, where the ratio above rises), clock %.2f "
+            "GHz, CAS+exchange floor %.2f ns",
+            loop_cycles, 3 / r[U_CHAIN].p50, r[U_LOCKED].p50);
   for (int v = 0; v < U_VARIANTS; v++) free(s[v]);
 }
 
