@@ -238,6 +238,17 @@ void vmt__held_remove_slow(vmt_thread_t *t, struct vmt__lock *l) {
   held_unlink(&t->sync.seq, &t->sync.held_head, l);
 }
 
+int vmt__lock_wake(struct vmt__lock *l) {
+  vmt_os_futex_wake(&l->state, 1);
+  return 0;
+}
+
+int vmt__lock_exit_slow(vmt_thread_t *t, struct vmt__lock *l) {
+  vmt__held_pop(t, l);
+  vmt__lock_release(l);
+  return 0;
+}
+
 int vmt__lock_acquire_contended(struct vmt__lock *l, int64_t deadline_ns, bool slept) {
   for (int i = 0; !slept && i < VMT__SPIN_ITERATIONS; i++) {
     if (atomic_load_explicit(&l->state, memory_order_relaxed) == VMT__LOCK_FREE &&

@@ -90,9 +90,7 @@ int vmt_monitor_exit(vmt_monitor_t *m) {
     l->recursions--;
     return 0;
   }
-  vmt__held_pop(t, l);
-  vmt__lock_release(l);
-  return 0;
+  return vmt__lock_exit(t, l);
 }
 
 int vmt_monitor_describe(const vmt_monitor_t *m, char *buf, size_t len) {

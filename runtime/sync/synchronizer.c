@@ -28,22 +28,39 @@ int vmt_sync_destroy(vmt_sync_t *s) {
   return vmt__lock_destroy(s ? &s->lock : NULL, VMT__LOCK_MAGIC_SYNC);
 }
 
-static int lock_until(vmt_sync_t *s, int64_t timeout_ns, bool timed) {
-  struct vmt__lock *l = as_lock(s);
-  if (l == NULL) return -EINVAL;
+static __attribute__((noinline)) int lock_slow(struct vmt__lock *l, vmt_thread_t *t,
+                                               int64_t timeout_ns, bool timed) {
+  if (vmt__lock_claim_vanished(l, t)) return -EOWNERDEAD;
+  if (timed && timeout_ns <= 0) return -ETIMEDOUT;   /* tryLock(0, unit) */
+  int64_t deadline = timed ? vmt__deadline_after(timeout_ns) : VMT_OS_NO_DEADLINE;
+  return vmt__lock_enter_contended(l, t, VMT__EP_SYNC, deadline, true);
+}
+
+static inline int lock_as(struct vmt__lock *l, vmt_thread_t *t, int64_t timeout_ns, bool timed) {
+  if (vmt__token_is_self(atomic_load_explicit(&l->owner, memory_order_relaxed), t))
+    return -EDEADLK;
+  if (__builtin_expect(!vmt__lock_try_acquire(l), 0)) return lock_slow(l, t, timeout_ns, timed);
+  vmt__lock_took(l, t);
+  return 0;
+}
+
+/* The calling thread's first lock, when it is neither started nor attached. */
+static __attribute__((noinline)) int lock_first(struct vmt__lock *l, int64_t timeout_ns,
+                                                bool timed) {
   int rc = 0;
   vmt_thread_t *t = vmt__identity(&rc);
   if (t == NULL) return rc;
-  if (vmt__token_is_self(atomic_load_explicit(&l->owner, memory_order_relaxed), t))
-    return -EDEADLK;
-  if (!vmt__lock_try_acquire(l)) {
-    if (vmt__lock_claim_vanished(l, t)) return -EOWNERDEAD;
-    if (timed && timeout_ns <= 0) return -ETIMEDOUT;   /* tryLock(0, unit) */
-    int64_t deadline = timed ? vmt__deadline_after(timeout_ns) : VMT_OS_NO_DEADLINE;
-    return vmt__lock_enter_contended(l, t, VMT__EP_SYNC, deadline, true);
-  }
-  vmt__lock_took(l, t);
-  return 0;
+  return lock_as(l, t, timeout_ns, timed);
+}
+
+/* The common case (a thread with an identity, the lock free) makes no call and needs no stack
+ * frame, as vmt_monitor_enter: the rest is out of line. */
+static inline int lock_until(vmt_sync_t *s, int64_t timeout_ns, bool timed) {
+  struct vmt__lock *l = as_lock(s);
+  if (l == NULL) return -EINVAL;
+  vmt_thread_t *t = vmt__self;
+  if (__builtin_expect(t == NULL, 0)) return lock_first(l, timeout_ns, timed);
+  return lock_as(l, t, timeout_ns, timed);
 }
 
 int vmt_sync_lock(vmt_sync_t *s) { return lock_until(s, 0, false); }
@@ -69,9 +86,7 @@ int vmt_sync_unlock(vmt_sync_t *s) {
   vmt_thread_t *t = vmt__self;
   if (!vmt__token_is_self(atomic_load_explicit(&l->owner, memory_order_relaxed), t))
     return -EPERM;
-  vmt__held_pop(t, l);
-  vmt__lock_release(l);
-  return 0;
+  return vmt__lock_exit(t, l);
 }
 
 int vmt_sync_describe(const vmt_sync_t *s, char *buf, size_t len) {
