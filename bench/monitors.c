@@ -15,8 +15,8 @@
  *                 run. A sample counts only if neither thread was preempted meanwhile (its
  *                 involuntary context switches, getrusage); the variants alternate sample by
  *                 sample. On a loaded 2-core machine two free-running threads seldom overlap
- *                 (0.2% of enters were contended in such a run): the barrier and the filter make
- *                 every sample one in which both threads ran.
+ *                 (in such a run 0.2% of enters found the monitor owned): the barrier and the
+ *                 filter make every sample one in which both threads ran.
  *   hand-off      two threads pass a turn back and forth: wait/notify on a monitor (pthread: a
  *                 condition variable), and vmt_park/vmt_unpark with a turn word. A sample is
  *                 one round trip (two hand-offs, two wake-ups) timed by the main thread.
@@ -335,16 +335,17 @@ static void contended(const vmtb_options_t *o, const cfg_t *c, ratios_t *q) {
     if (v == C_MONITOR_ON && kept[C_MONITOR] > 0)
       len += snprintf(extra + len, sizeof(extra) - (size_t)len, ",\"ratio_vs_monitoring_off\":%.3f",
                       res[v].p50 / res[C_MONITOR].p50);
-    /* How often an enter found the monitor owned (a pthread mutex cannot tell). */
+    /* How often an enter had to block (vmt_monitor_stats_t.contended_enters: one that a spin
+     * completed does not count; a pthread mutex cannot tell). */
     if (enters[v] > 0)
-      snprintf(extra + len, sizeof(extra) - (size_t)len, ",\"contended_pct\":%.1f",
+      snprintf(extra + len, sizeof(extra) - (size_t)len, ",\"blocked_pct\":%.1f",
                100.0 * (double)contended_enters[v] / (double)enters[v]);
     report(o, "monitors.contended", c_names[v], s[v], kept[v], &res[v], extra);
   }
   q->contended = ratio(res[C_MONITOR].p50, res[C_PTHREAD].p50);
   q->contended_monitoring = ratio(res[C_MONITOR_ON].p50, res[C_MONITOR].p50);
   q->sync_contended = ratio(res[C_SYNC].p50, res[C_PTHREAD].p50);
-  vmtb_note(o, "contended p50: monitor %.1f ns (%.1f%% of enters contended), pthread %.1f ns, "
+  vmtb_note(o, "contended p50: monitor %.1f ns (%.1f%% of enters blocked), pthread %.1f ns, "
             "ratio %.3f; sync %.1f ns",
             res[C_MONITOR].p50, 100.0 * (double)contended_enters[C_MONITOR] /
                                     (double)(enters[C_MONITOR] + !enters[C_MONITOR]),

@@ -17,11 +17,29 @@
 
 #define VMT__POOL_CHUNK 64
 
-/* Spins before sleeping: 100 PAUSEs (tens of cycles each on current x86) outlast a critical
- * section of a few hundred ns running on the other CPU, and cost less than sleeping and being
- * woken (two syscalls and a wake-up, microseconds: monitors.handoff in docs/benchmarks.md times
- * a wait/notify round trip, which makes two of each). */
-#define VMT__SPIN_ITERATIONS 100
+/* Spinning before a contended acquisition blocks (docs/monitors.md, "Spinning": the
+ * measurements that chose these). A spin looks at the word, CASes when it reads FREE, and
+ * pauses between two looks, VMT__SPIN_BACKOFF_MIN PAUSEs at first, twice as many each round up
+ * to VMT__SPIN_BACKOFF_MAX. Every look takes the owner's cache line, and a look that catches the
+ * word free between the owner's exit and its next enter hands the lock over, line and all: the
+ * fewer looks, the fewer hand-overs. Two threads on an empty critical section (the model in
+ * docs/monitors.md) took 47-51 ns per pair each looking at every PAUSE, 21 ns backing off from
+ * 1 PAUSE (22 hand-overs per 1000 pairs), 14 ns backing off from 8 (9 hand-overs); a serial
+ * run of both would take 9. A spin lasts at most the lock's spin_budget PAUSEs, never less than
+ * VMT__SPIN_FLOOR (so a budget of zero recovers). The budget adapts as HotSpot's
+ * ObjectMonitor::_SpinDuration does: it starts at the limit; a spin that takes the lock raises
+ * it to at least VMT__SPIN_POVERTY plus VMT__SPIN_BONUS, one that fails lowers it by
+ * VMT__SPIN_PENALTY, so a lock held longer than a spin lasts soon stops costing spinning CPU.
+ * The limit, 256 PAUSEs, is about 9 us here (36-40 ns each on Zen 4), the order of a sleep and
+ * a wake-up (monitors.handoff: a park/unpark round trip, two of each, takes 5-6 us). Races on
+ * the budget are harmless: every value stays in range. */
+#define VMT__SPIN_BACKOFF_MIN 8
+#define VMT__SPIN_BACKOFF_MAX 32
+#define VMT__SPIN_LIMIT 256
+#define VMT__SPIN_FLOOR 16
+#define VMT__SPIN_POVERTY 64
+#define VMT__SPIN_BONUS 8
+#define VMT__SPIN_PENALTY 16
 
 typedef struct pool_chunk {
   struct pool_chunk *next;
@@ -149,6 +167,7 @@ int vmt__lock_create(struct vmt__lock **out, uint32_t magic, const char *name,
   atomic_store_explicit(&l->identity, next_identity(), memory_order_release);
   atomic_store_explicit(&l->enters, 0, memory_order_relaxed);
   atomic_store_explicit(&l->contended_enters, 0, memory_order_relaxed);
+  atomic_store_explicit(&l->spin_budget, VMT__SPIN_LIMIT, memory_order_relaxed);
   atomic_store_explicit(&l->waits, 0, memory_order_relaxed);
   atomic_store_explicit(&l->entry_waiters, 0, memory_order_relaxed);
   atomic_store_explicit(&l->wait_waiters, 0, memory_order_relaxed);
@@ -249,15 +268,32 @@ int vmt__lock_exit_slow(vmt_thread_t *t, struct vmt__lock *l) {
   return 0;
 }
 
-int vmt__lock_acquire_contended(struct vmt__lock *l, int64_t deadline_ns, bool slept) {
-  for (int i = 0; !slept && i < VMT__SPIN_ITERATIONS; i++) {
+bool vmt__lock_spin(struct vmt__lock *l) {
+  int32_t budget = atomic_load_explicit(&l->spin_budget, memory_order_relaxed);
+  int32_t limit = budget > VMT__SPIN_FLOOR ? budget : VMT__SPIN_FLOOR;
+  int32_t delay = VMT__SPIN_BACKOFF_MIN;
+  for (int32_t spent = 0; spent < limit; spent += delay) {
     if (atomic_load_explicit(&l->state, memory_order_relaxed) == VMT__LOCK_FREE &&
-        vmt__lock_try_acquire(l))
-      return 0;
-    vmt__cpu_relax();
+        vmt__lock_try_acquire(l)) {
+      if (budget < VMT__SPIN_LIMIT)
+        atomic_store_explicit(&l->spin_budget,
+                              (budget > VMT__SPIN_POVERTY ? budget : VMT__SPIN_POVERTY) +
+                                  VMT__SPIN_BONUS,
+                              memory_order_relaxed);
+      return true;
+    }
+    for (int32_t i = 0; i < delay; i++) vmt__cpu_relax();
+    if (delay < VMT__SPIN_BACKOFF_MAX) delay *= 2;
   }
-  /* From here the word says CONTENDED whenever we may sleep, so the owner's exit wakes us. We
-   * acquire with CONTENDED too: another sleeper may remain (mutex2 in Drepper's paper). */
+  atomic_store_explicit(&l->spin_budget,
+                        budget > VMT__SPIN_PENALTY ? budget - VMT__SPIN_PENALTY : 0,
+                        memory_order_relaxed);
+  return false;
+}
+
+int vmt__lock_acquire_contended(struct vmt__lock *l, int64_t deadline_ns) {
+  /* The word says CONTENDED whenever we may sleep, so the owner's exit wakes us. We acquire
+   * with CONTENDED too: another sleeper may remain (mutex2 in Drepper's paper). */
   while (atomic_exchange_explicit(&l->state, VMT__LOCK_CONTENDED, memory_order_acquire) !=
          VMT__LOCK_FREE)
     if (vmt__wait_turn(&l->state, VMT__LOCK_CONTENDED, deadline_ns) != 0) return -ETIMEDOUT;
@@ -266,11 +302,22 @@ int vmt__lock_acquire_contended(struct vmt__lock *l, int64_t deadline_ns, bool s
 
 int vmt__lock_enter_contended(struct vmt__lock *l, vmt_thread_t *t, vmt__episode_kind_t kind,
                               int64_t deadline_ns, bool count_enter) {
+  if (vmt__lock_spin(l)) {
+    /* It never blocked: RUNNABLE throughout, no blocked or waited count, not in the lock's
+     * contended_enters (include/vmthread/monitor.h: enters that had to block). HotSpot's
+     * TrySpin runs before the BLOCKED transition and its counting alike. */
+    if (count_enter) vmt__lock_took(l, t);
+    else {
+      atomic_store_explicit(&l->owner, vmt__token(t), memory_order_relaxed);
+      vmt__held_push(t, l);
+    }
+    return 0;
+  }
   atomic_fetch_add_explicit(&l->contended_enters, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&l->entry_waiters, 1, memory_order_relaxed);
   vmt__episode_t ep;
   vmt__episode_begin(t, &ep, kind, l, deadline_ns != VMT_OS_NO_DEADLINE);
-  int rc = vmt__lock_acquire_contended(l, deadline_ns, false);
+  int rc = vmt__lock_acquire_contended(l, deadline_ns);
   if (rc == 0) {
     atomic_store_explicit(&l->owner, vmt__token(t), memory_order_relaxed);
     if (count_enter) vmt__lock_count_enter(l);

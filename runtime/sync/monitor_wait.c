@@ -97,7 +97,7 @@ int vmt_monitor_wait(vmt_monitor_t *m, int64_t timeout_ns) {
   if (notified) {
     /* BLOCKED on l since the notify (node.ep is the re-entry now), maybe requeued onto the
      * lock word: acquire like a woken sleeper. */
-    vmt__lock_acquire_contended(l, VMT_OS_NO_DEADLINE, true);
+    vmt__lock_acquire_contended(l, VMT_OS_NO_DEADLINE);
     atomic_store_explicit(&l->owner, vmt__token(t), memory_order_relaxed);
     vmt__episode_end(t, &node.ep, l, l);
     atomic_fetch_sub_explicit(&l->entry_waiters, 1, memory_order_release);

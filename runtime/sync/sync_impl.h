@@ -28,9 +28,13 @@
  *   slot is a spurious wake-up, which every waiter absorbs.
  * - Everything else (thread state, counts, times, per-lock statistics) is written on the slow
  *   path only: the uncontended path records ownership, the enter count and the held list.
+ * - A contended enter first spins (vmt__lock_spin: load the word, CAS when it reads free, pause
+ *   with exponential backoff in between) and writes nothing if the spin takes the lock: no
+ *   thread state, no blocked count, no RMW on the lock, as HotSpot's TrySpin runs before the
+ *   BLOCKED transition. Only a failed spin makes the enter a blocking one.
  * - notify requeues the waiter onto the lock word instead of waking it (monitor_wait.c), so a
  *   thread may sleep on the word without having announced itself: whoever has slept there
- *   re-acquires with CONTENDED (vmt__lock_acquire_contended's `slept`).
+ *   re-acquires with CONTENDED, as every sleeper does (vmt__lock_acquire_contended).
  */
 #ifndef VMT_RUNTIME_SYNC_SYNC_IMPL_H
 #define VMT_RUNTIME_SYNC_SYNC_IMPL_H
@@ -71,7 +75,8 @@ struct vmt__lock {
   _Atomic(struct vmt__lock *) held_next;    /* next outer lock in the owner's held list */
   /* Slow path, on the next cache line: contenders bump these while the owner works on the
    * first one. */
-  _Alignas(64) _Atomic uint64_t contended_enters;
+  _Alignas(64) _Atomic uint64_t contended_enters;   /* those that blocked (after a spin) */
+  _Atomic int32_t spin_budget;       /* pauses the next spin may take (lock.c, adaptive) */
   _Atomic uint64_t waits;
   /* Threads inside a contended enter, inside wait: zeroed in a fork child, with the wait set
    * (lock.c, slot_fork_child: their threads vanished), and a vanished owner marked. */
@@ -222,11 +227,15 @@ static inline bool vmt__lock_try_acquire(struct vmt__lock *l) {
   return atomic_compare_exchange_strong_explicit(&l->state, &expected, VMT__LOCK_LOCKED,
                                                  memory_order_acquire, memory_order_relaxed);
 }
-/* Acquires after a failed try; 0, or -ETIMEDOUT once deadline (CLOCK_MONOTONIC ns, or
- * VMT_OS_NO_DEADLINE) has passed. A thread that has slept on the lock word (slept: a notified
- * waiter, requeued there) must acquire with CONTENDED, never with a plain LOCKED: others may
- * still sleep on the word, and only CONTENDED makes the next exit wake one of them. */
-int vmt__lock_acquire_contended(struct vmt__lock *l, int64_t deadline_ns, bool slept);
+/* Spins for l before a contended acquisition blocks: true if it took the word (then the caller
+ * records the acquisition; nothing else has been written). The spin's length adapts per lock
+ * (lock.c, docs/monitors.md "Spinning"). */
+bool vmt__lock_spin(struct vmt__lock *l);
+/* Acquires after a failed try and a failed spin, sleeping on the word; 0, or -ETIMEDOUT once
+ * deadline (CLOCK_MONOTONIC ns, or VMT_OS_NO_DEADLINE) has passed. It acquires with CONTENDED,
+ * never with a plain LOCKED: others may still sleep on the word (a notified waiter requeued
+ * there among them), and only CONTENDED makes the next exit wake one of them. */
+int vmt__lock_acquire_contended(struct vmt__lock *l, int64_t deadline_ns);
 /* Frees the word; true if a thread may sleep on it and must be woken (vmt__lock_wake). */
 static inline bool vmt__lock_release_word(struct vmt__lock *l) {
   atomic_store_explicit(&l->owner, 0, memory_order_relaxed);
