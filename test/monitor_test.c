@@ -514,6 +514,60 @@ static void no_wake_up_is_lost_around_a_ring(void **state) {
   assert_int_equal(vmt_monitor_destroy(r.m), 0);
 }
 
+/* The same with notify: two threads, each hand-off a notify and then a wait, so that the
+ * notified waiter is woken by its notifier's wait, which releases the monitor: a waiter left
+ * asleep hangs the test. */
+static void *pair_member(void *arg) {
+  ring_t *r = arg;
+  int me = atomic_fetch_add(&r->next_id, 1);
+  vmt_monitor_enter(r->m);
+  for (int i = 0; i < PASSES; i++) {
+    while (r->token != me) vmt_monitor_wait(r->m, 0);
+    r->token = 1 - me;
+    vmt_monitor_notify(r->m);
+  }
+  vmt_monitor_exit(r->m);
+  return NULL;
+}
+
+static void no_wake_up_is_lost_between_two_notifiers(void **state) {
+  (void)state;
+  ring_t r = {0};
+  assert_int_equal(vmt_monitor_create(&r.m, "pair"), 0);
+  vmt_thread_t *t[2];
+  for (int i = 0; i < 2; i++) t[i] = mu_start(pair_member, &r);
+  for (int i = 0; i < 2; i++) mu_join(t[i]);
+  assert_int_equal(r.token, 0);
+  vmt_monitor_stats_t st;
+  assert_int_equal(vmt_monitor_get_stats(r.m, &st), 0);
+  assert_int_equal(st.wait_waiters, 0);
+  assert_int_equal(st.entry_waiters, 0);
+  assert_int_equal(vmt_monitor_destroy(r.m), 0);
+}
+
+/* A notifier whose thread ends while it still owns the monitor: the end's release (not an exit)
+ * must wake the notified waiter, which then owns the monitor. */
+static void *notify_and_end(void *arg) {
+  waiters_t *w = arg;
+  vmt_monitor_enter(w->m);
+  vmt_monitor_notify(w->m);
+  return NULL;   /* still inside: the thread's end releases it */
+}
+
+static void a_notifier_that_ends_inside_wakes_its_waiter(void **state) {
+  (void)state;
+  waiters_t w = {0};
+  assert_int_equal(vmt_monitor_create(&w.m, "end"), 0);
+  vmt_thread_t *waiter_thread = mu_start(waiter, &w);
+  wait_until_waiters(&w, 1);
+  wait_for_state(waiter_thread, VMT_THREAD_WAITING);
+  mu_join(mu_start(notify_and_end, &w));
+  mu_join(waiter_thread);
+  assert_int_equal(w.rc[0], 0);
+  assert_int_equal(atomic_load(&w.woken), 1);
+  assert_int_equal(vmt_monitor_destroy(w.m), 0);
+}
+
 /* ---- States ----------------------------------------------------------------------------- */
 
 static void *enter_once(void *arg) {
@@ -627,6 +681,8 @@ int main(void) {
       cmocka_unit_test(wait_times_out_and_restores_depth),
       cmocka_unit_test(notify_wakes_one_notify_all_wakes_the_rest),
       cmocka_unit_test(no_wake_up_is_lost_around_a_ring),
+      cmocka_unit_test(no_wake_up_is_lost_between_two_notifiers),
+      cmocka_unit_test(a_notifier_that_ends_inside_wakes_its_waiter),
       cmocka_unit_test(blocked_thread_shows_blocked_then_waiting),
       cmocka_unit_test(park_and_unpark),
       cmocka_unit_test(park_consumes_one_permit),

@@ -57,8 +57,9 @@ static void pool_fork_prepare(void) { pthread_mutex_lock(&pool_lock); }
 static void pool_fork_parent(void) { pthread_mutex_unlock(&pool_lock); }
 
 /* A live slot in the fork child, where only the forking thread exists. It cannot be waiting or
- * blocked on anything (it is inside fork), so every waiter is a vanished thread: the wait set,
- * whose nodes are on vanished stacks (glibc gives those stacks to the child's next threads), and
+ * blocked on anything (it is inside fork), so every waiter is a vanished thread: the wait set
+ * and the handed list, whose nodes are on vanished stacks (glibc gives those stacks to the
+ * child's next threads), and
  * the counts of threads inside wait or a contended enter, which no vanished thread will ever
  * bring down, are emptied. A lock the forking thread holds stays its own. One held by a vanished
  * thread is marked VMT__OWNER_VANISHED, for the next acquirer to take over with -EOWNERDEAD;
@@ -78,6 +79,7 @@ static void slot_fork_child(struct vmt__lock *l, uintptr_t self) {
     }
   }
   if (l->wait_head != NULL || l->wait_tail != NULL) l->wait_head = l->wait_tail = NULL;
+  if (l->handed != NULL) l->handed = NULL;
   if (atomic_load_explicit(&l->wait_waiters, memory_order_relaxed) != 0)
     atomic_store_explicit(&l->wait_waiters, 0, memory_order_relaxed);
   if (atomic_load_explicit(&l->entry_waiters, memory_order_relaxed) != 0)
@@ -94,9 +96,9 @@ static void pool_fork_child(void) {
 VMT__PROCESS_STATE(lock_pool, .symbols = "pool_lock pool_chunks pool_free",
                    .rule = VMT__FORK_HOLD,
                    .fork = "the free list and the chunks are whole (held across fork); every "
-                           "live slot's wait set and waiter counts are emptied (its waiters "
-                           "vanished), a slot a vanished thread owned is marked for takeover "
-                           "(-EOWNERDEAD); slots have no lock of their own",
+                           "live slot's wait set, handed list and waiter counts are emptied "
+                           "(its waiters vanished), a slot a vanished thread owned is marked "
+                           "for takeover (-EOWNERDEAD); slots have no lock of their own",
                    .rank = VMT__RANK_SYNC, .prepare = pool_fork_prepare,
                    .parent = pool_fork_parent, .child = pool_fork_child);
 VMT__PROCESS_STATE(lock_identity, .symbols = "identity_counter", .rule = VMT__FORK_KEEP,
@@ -155,6 +157,7 @@ int vmt__lock_create(struct vmt__lock **out, uint32_t magic, const char *name,
   /* Owner-side fields: nobody else may look at them before the slot is published. */
   l->recursions = 0;
   l->wait_head = l->wait_tail = NULL;
+  l->handed = NULL;
   atomic_store_explicit(&l->times_epoch, 0, memory_order_relaxed);
   atomic_store_explicit(&l->blocked_ns, 0, memory_order_relaxed);
 
@@ -259,6 +262,28 @@ void vmt__held_remove_slow(vmt_thread_t *t, struct vmt__lock *l) {
 
 int vmt__lock_wake(struct vmt__lock *l) {
   vmt_os_futex_wake(&l->state, 1);
+  return 0;
+}
+
+/* Handed waiters whose wake-up waits until the word is free; more are woken before. */
+#define VMT__HANDED_BATCH 8
+
+int vmt__lock_release_handed(struct vmt__lock *l) {
+  /* Woken after the release, so that a waiter on this CPU, which the wake-up may run at once,
+   * finds the word free instead of spinning on a lock whose owner it has preempted. A handed
+   * waiter returns only once it owns l again, so the nodes are read while we still own l; after
+   * the release only their futex words' addresses are used. A waiter that woke by itself may
+   * have re-entered and returned by then: the wake-up finds no sleeper there, or one that now
+   * sleeps at that address, and every waiter absorbs a spurious wake-up (sync_impl.h, DESIGN). */
+  _Atomic uint32_t *words[VMT__HANDED_BATCH];
+  int n = 0;
+  for (vmt__wait_node_t *w = l->handed; w != NULL; w = w->handed_next) {
+    if (n < VMT__HANDED_BATCH) words[n++] = &w->state;
+    else vmt_os_futex_wake(&w->state, 1);   /* rare: many notifies before one release */
+  }
+  l->handed = NULL;
+  if (vmt__lock_release_word(l)) vmt__lock_wake(l);
+  for (int i = 0; i < n; i++) vmt_os_futex_wake(words[i], 1);
   return 0;
 }
 

@@ -10,9 +10,15 @@
  * exactly one thread. It does not wake it: the notifier still owns the monitor, and a waiter
  * woken now would only find it held and sleep again on the lock word (measured: 7 of 8
  * re-entries were contended, a round trip through wait/notify took 2.4x a pthread condition
- * variable's). Instead notify requeues the waiter onto the lock word (FUTEX_CMP_REQUEUE) and
- * marks the word contended, so the notifier's exit wakes it when the monitor is free: "wait
- * morphing", as HotSpot moves a notified waiter from the wait set to the entry list.
+ * variable's). notify hands the waiter to the lock instead: the node goes on the lock's handed
+ * list, and the notifier's release of the monitor (its exit, or its own wait) wakes it on its
+ * node once the word is free, the waiter's first and only wake-up, as HotSpot's exit unparks
+ * the successor it moved from the wait set to the entry list. That is one syscall per
+ * hand-off besides the waiter's sleep; requeueing it onto the lock word (FUTEX_CMP_REQUEUE) at
+ * the notify and waking it from there at the exit made two, and a wait/notify round trip took
+ * 5.9 us against a park/unpark round trip's 4.5 (docs/monitors.md). notify_all still requeues
+ * every waiter onto the word ("wait morphing"): the exit then wakes one of them, whose own exit
+ * wakes the next, instead of all of them at once.
  *
  * States (Java). WAITING or TIMED_WAITING with waiting_on set while waiting. A notified waiter
  * must get the monitor back from its notifier: it is BLOCKED on it from the notify on, which
@@ -51,13 +57,13 @@ static void unlink_node(struct vmt__lock *l, vmt__wait_node_t *node) {
   }
 }
 
-/* Sleeps until a notifier has finished with the node (NOTIFIED) or the waiter left it by
+/* Sleeps until a notifier has finished with the node (NOTIFIED, HANDED) or the waiter left it by
  * itself (LEFT). The one place a waiter gives up waiting: a timeout today, an interrupt later;
  * either goes through the CAS, so a notify in flight always wins or always loses whole. */
 static uint32_t await_end(vmt__wait_node_t *node, int64_t deadline) {
   for (;;) {
     uint32_t s = atomic_load_explicit(&node->state, memory_order_acquire);
-    if (s == VMT__WAIT_NOTIFIED || s == VMT__WAIT_LEFT) return s;
+    if (s == VMT__WAIT_NOTIFIED || s == VMT__WAIT_HANDED || s == VMT__WAIT_LEFT) return s;
     if (s == VMT__WAIT_NOTIFYING) {
       /* A notifier is writing our state (a few stores); it stores NOTIFIED, then requeues. */
       vmt__wait_turn(&node->state, VMT__WAIT_NOTIFYING, VMT_OS_NO_DEADLINE);
@@ -93,11 +99,15 @@ int vmt_monitor_wait(vmt_monitor_t *m, int64_t timeout_ns) {
   vmt__held_pop(t, l);
   vmt__lock_release(l);
 
-  bool notified = await_end(&node, deadline) == VMT__WAIT_NOTIFIED;
+  uint32_t end = await_end(&node, deadline);
+  bool notified = end != VMT__WAIT_LEFT;
   if (notified) {
-    /* BLOCKED on l since the notify (node.ep is the re-entry now), maybe requeued onto the
+    /* BLOCKED on l since the notify (node.ep is the re-entry now). Handed: woken by the
+     * release, which has freed the word: take it as any contender would. Requeued onto the
      * lock word: acquire like a woken sleeper. */
-    vmt__lock_acquire_contended(l, VMT_OS_NO_DEADLINE);
+    if (end == VMT__WAIT_NOTIFIED ||
+        (!vmt__lock_try_acquire(l) && !vmt__lock_spin(l)))
+      vmt__lock_acquire_contended(l, VMT_OS_NO_DEADLINE);
     atomic_store_explicit(&l->owner, vmt__token(t), memory_order_relaxed);
     vmt__episode_end(t, &node.ep, l, l);
     atomic_fetch_sub_explicit(&l->entry_waiters, 1, memory_order_release);
@@ -117,8 +127,9 @@ int vmt_monitor_wait(vmt_monitor_t *m, int64_t timeout_ns) {
   return notified ? 0 : -ETIMEDOUT;
 }
 
-/* Picks the first waiter that has not left by itself; false if none. */
-static bool notify_one(struct vmt__lock *l) {
+/* Picks the first waiter that has not left by itself, hands it to the lock (notify) or requeues
+ * it onto the lock word (notify_all); false if none. */
+static bool notify_one(struct vmt__lock *l, bool requeue) {
   vmt__wait_node_t *node;
   while ((node = l->wait_head) != NULL) {
     l->wait_head = node->next;
@@ -131,6 +142,14 @@ static bool notify_one(struct vmt__lock *l) {
     atomic_fetch_add_explicit(&l->contended_enters, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&l->entry_waiters, 1, memory_order_relaxed);
     vmt__episode_reenter(node->thread, &node->ep, l);
+    if (!requeue) {
+      /* Our release wakes it (vmt__lock_release_handed); until then it sleeps on its node, or,
+       * woken spuriously, finds HANDED and contends like any enter. */
+      node->handed_next = l->handed;
+      l->handed = node;
+      atomic_store_explicit(&node->state, VMT__WAIT_HANDED, memory_order_release);
+      return true;
+    }
     /* We own the monitor, so only we can take the word to FREE: saying CONTENDED makes our
      * exit wake a sleeper on it, the requeued waiter among them. */
     atomic_store_explicit(&l->state, VMT__LOCK_CONTENDED, memory_order_relaxed);
@@ -146,7 +165,7 @@ static int notify(vmt_monitor_t *m, bool all) {
   int err = 0;
   struct vmt__lock *l = owned_lock(m, t, &err);
   if (l == NULL) return err;
-  while (notify_one(l) && all) {
+  while (notify_one(l, all) && all) {
   }
   return 0;
 }

@@ -32,9 +32,11 @@
  *   with exponential backoff in between) and writes nothing if the spin takes the lock: no
  *   thread state, no blocked count, no RMW on the lock, as HotSpot's TrySpin runs before the
  *   BLOCKED transition. Only a failed spin makes the enter a blocking one.
- * - notify requeues the waiter onto the lock word instead of waking it (monitor_wait.c), so a
- *   thread may sleep on the word without having announced itself: whoever has slept there
- *   re-acquires with CONTENDED, as every sleeper does (vmt__lock_acquire_contended).
+ * - notify hands the waiter to the lock instead of waking it (the handed list, which the
+ *   owner's release wakes once the word is free); notify_all requeues the waiters onto the lock
+ *   word (monitor_wait.c), so a thread may sleep on the word without having announced itself:
+ *   whoever has slept there re-acquires with CONTENDED, as every sleeper does
+ *   (vmt__lock_acquire_contended).
  */
 #ifndef VMT_RUNTIME_SYNC_SYNC_IMPL_H
 #define VMT_RUNTIME_SYNC_SYNC_IMPL_H
@@ -73,6 +75,7 @@ struct vmt__lock {
   uint32_t recursions;                      /* owner only: enters beyond the first */
   _Atomic uint64_t enters;                  /* owner only writes (load + store, no RMW) */
   _Atomic(struct vmt__lock *) held_next;    /* next outer lock in the owner's held list */
+  vmt__wait_node_t *handed;                 /* owner only: notified waiters the release wakes */
   /* Slow path, on the next cache line: contenders bump these while the owner works on the
    * first one. */
   _Alignas(64) _Atomic uint64_t contended_enters;   /* those that blocked (after a spin) */
@@ -244,18 +247,23 @@ static inline bool vmt__lock_release_word(struct vmt__lock *l) {
 }
 /* Wakes one sleeper on l's word; 0 (lock.c, out of line: see vmt__lock_exit). */
 int vmt__lock_wake(struct vmt__lock *l);
+/* Wakes the waiters notify handed l to (monitor_wait.c), then releases; 0 (lock.c). */
+int vmt__lock_release_handed(struct vmt__lock *l);
+/* Every release of a monitor by its owner goes through here (or vmt__lock_exit). */
 static inline void vmt__lock_release(struct vmt__lock *l) {
-  if (vmt__lock_release_word(l)) vmt__lock_wake(l);
+  if (__builtin_expect(l->handed != NULL, 0)) vmt__lock_release_handed(l);
+  else if (vmt__lock_release_word(l)) vmt__lock_wake(l);
 }
 /* Off t's held list wherever l is on it, then released (vmt__lock_release); 0 (lock.c). */
 int vmt__lock_exit_slow(vmt_thread_t *t, struct vmt__lock *l);
 /* The last exit of a monitor, the unlock of a synchronizer: l off t's held list, the word free,
- * a sleeper woken; 0. Its rare cases (l not the innermost lock, a sleeper) are calls in tail
- * position, so the common case makes no call and needs no stack frame: four stack accesses
- * fewer per exit, which measured 0.97 -> 0.90-0.92x the mutex when the core is shared
- * (docs/monitors.md, "Why the uncontended ratio moves"). */
+ * a sleeper or a notified waiter woken; 0. Its rare cases (l not the innermost lock, a waiter
+ * to wake) are calls in tail position, so the common case makes no call and needs no stack
+ * frame: four stack accesses fewer per exit, which measured 0.97 -> 0.90-0.92x the mutex when
+ * the core is shared (docs/monitors.md, "Why the uncontended ratio moves"). */
 static inline int vmt__lock_exit(vmt_thread_t *t, struct vmt__lock *l) {
-  if (__builtin_expect(!vmt__held_is_head(t, l), 0)) return vmt__lock_exit_slow(t, l);
+  if (__builtin_expect(!vmt__held_is_head(t, l) || l->handed != NULL, 0))
+    return vmt__lock_exit_slow(t, l);
   vmt__held_unlink_head(t, l);
   if (__builtin_expect(vmt__lock_release_word(l), 0)) return vmt__lock_wake(l);
   return 0;
@@ -319,11 +327,13 @@ int vmt__lock_enter_contended(struct vmt__lock *l, vmt_thread_t *t, vmt__episode
 enum {
   VMT__WAIT_WAITING = 0,
   VMT__WAIT_NOTIFYING,   /* a notifier claimed it and is writing the waiter's state */
-  VMT__WAIT_NOTIFIED,    /* the waiter is BLOCKED re-entering, maybe requeued on the lock word */
+  VMT__WAIT_NOTIFIED,    /* BLOCKED re-entering, requeued onto the lock word (notify_all) */
+  VMT__WAIT_HANDED,      /* BLOCKED re-entering, on the lock's handed list: the release wakes it */
   VMT__WAIT_LEFT,        /* the waiter stopped waiting on its own; it re-enters by itself */
 };
 struct vmt__wait_node {
   struct vmt__wait_node *next;
+  struct vmt__wait_node *handed_next;   /* on the lock's handed list (owner only) */
   _Atomic uint32_t state;   /* VMT__WAIT_* */
   vmt_thread_t *thread;     /* the waiter's lock identity */
   vmt__episode_t ep;        /* its wait, then (once notified) its re-entry */
