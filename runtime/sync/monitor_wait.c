@@ -46,6 +46,12 @@ static struct vmt__lock *owned_lock(vmt_monitor_t *m, vmt_thread_t *t, int *err)
   return l;
 }
 
+/* The owner bumps a counter only owners write: no read-modify-write needed. */
+static inline void owner_add(_Atomic uint64_t *counter, uint64_t n) {
+  atomic_store_explicit(counter, atomic_load_explicit(counter, memory_order_relaxed) + n,
+                        memory_order_relaxed);
+}
+
 static void unlink_node(struct vmt__lock *l, vmt__wait_node_t *node) {
   vmt__wait_node_t *prev = NULL;
   for (vmt__wait_node_t *p = l->wait_head; p != NULL; prev = p, p = p->next) {
@@ -88,8 +94,10 @@ int vmt_monitor_wait(vmt_monitor_t *m, int64_t timeout_ns) {
   if (l->wait_tail) l->wait_tail->next = &node;
   else l->wait_head = &node;
   l->wait_tail = &node;
-  atomic_fetch_add_explicit(&l->waits, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&l->wait_waiters, 1, memory_order_relaxed);
+  owner_add(&l->waits, 1);
+  atomic_store_explicit(&l->wait_waiters,
+                        atomic_load_explicit(&l->wait_waiters, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
   uint32_t recursions = l->recursions;
   l->recursions = 0;
 
@@ -123,7 +131,10 @@ int vmt_monitor_wait(vmt_monitor_t *m, int64_t timeout_ns) {
     unlink_node(l, &node);   /* unless a notify skipped it out of the set already */
   }
   l->recursions = recursions;
-  atomic_fetch_sub_explicit(&l->wait_waiters, 1, memory_order_release);
+  /* Release: a destroy that reads 0 (acquire) comes after our last touch of the monitor. */
+  atomic_store_explicit(&l->wait_waiters,
+                        atomic_load_explicit(&l->wait_waiters, memory_order_relaxed) - 1,
+                        memory_order_release);
   return notified ? 0 : -ETIMEDOUT;
 }
 

@@ -48,6 +48,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "runtime/process.h"
@@ -76,15 +77,17 @@ struct vmt__lock {
   _Atomic uint64_t enters;                  /* owner only writes (load + store, no RMW) */
   _Atomic(struct vmt__lock *) held_next;    /* next outer lock in the owner's held list */
   vmt__wait_node_t *handed;                 /* owner only: notified waiters the release wakes */
+  /* Owner only writes (wait counts itself in and out while it owns the lock), so they travel
+   * with the lock's line instead of bouncing the next one between waiter and notifier. */
+  _Atomic uint64_t waits;
+  _Atomic uint32_t wait_waiters;            /* threads inside wait, until they have re-entered */
   /* Slow path, on the next cache line: contenders bump these while the owner works on the
    * first one. */
   _Alignas(64) _Atomic uint64_t contended_enters;   /* those that blocked (after a spin) */
   _Atomic int32_t spin_budget;       /* pauses the next spin may take (lock.c, adaptive) */
-  _Atomic uint64_t waits;
-  /* Threads inside a contended enter, inside wait: zeroed in a fork child, with the wait set
-   * (lock.c, slot_fork_child: their threads vanished), and a vanished owner marked. */
+  /* Threads inside a contended enter (and wait_waiters above): zeroed in a fork child, with the
+   * wait set (lock.c, slot_fork_child: their threads vanished), and a vanished owner marked. */
   _Atomic uint32_t entry_waiters;
-  _Atomic uint32_t wait_waiters;
   vmt__wait_node_t *wait_head;              /* owner only: FIFO wait set */
   vmt__wait_node_t *wait_tail;
   /* Blocked time and the contention-monitoring epoch it belongs to: written only by a thread
@@ -105,6 +108,9 @@ struct vmt_monitor {
 struct vmt_sync {
   struct vmt__lock lock;
 };
+
+_Static_assert(offsetof(struct vmt__lock, wait_waiters) + sizeof(uint32_t) <= 64,
+               "the owner's fields fit the lock's first cache line");
 
 /* The lock behind a handle (the first member of vmt_monitor / vmt_sync, so the cast is exact
  * and NULL stays NULL) if it is a live lock of the kind magic says; else NULL (-EINVAL). */
