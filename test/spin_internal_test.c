@@ -6,7 +6,8 @@
  *   - a spin on a held word fails and lowers the lock's budget, down to zero and never below;
  *   - zero is no absorbing state: a spin at budget zero still looks at the word, takes it when
  *     it is free, and raises the budget again;
- *   - successes bring the budget back to where a new lock starts, and no further.
+ *   - successes bring the budget back to where a new lock starts, and no further;
+ *   - a request of the VM services pending for the spinner ends the spin, with no penalty.
  * An internal-API test: it includes runtime/sync/sync_impl.h.
  */
 #include <setjmp.h>
@@ -73,10 +74,33 @@ static void a_spin_at_zero_still_takes_a_free_word_and_the_budget_recovers(void 
   assert_int_equal(vmt_monitor_destroy(m), 0);
 }
 
+/* A pending VM-service request (here a handshake flag, set and cleared by the test itself with
+ * no operation queued and nothing polling in between) ends a spin at its first look, and
+ * leaves the budget alone: the spin did not fail on its merits. */
+static void a_pending_request_ends_a_spin_without_penalty(void **state) {
+  (void)state;
+  vmt_thread_t *self = vmt_thread_current();
+  assert_non_null(self);
+  vmt_monitor_t *m;
+  assert_int_equal(vmt_monitor_create(&m, "spin"), 0);
+  struct vmt__lock *l = &m->lock;
+  int32_t initial = budget(l);
+  assert_int_equal(vmt_monitor_enter(m), 0);   /* held: the spin cannot succeed */
+  atomic_fetch_or(&self->exec, VMT__EXEC_HANDSHAKE);
+  assert_false(vmt__lock_spin(l));
+  atomic_fetch_and(&self->exec, ~VMT__EXEC_HANDSHAKE);
+  assert_int_equal(budget(l), initial);
+  assert_false(vmt__lock_spin(l));   /* without the flag the same spin fails and pays */
+  assert_true(budget(l) < initial);
+  assert_int_equal(vmt_monitor_exit(m), 0);
+  assert_int_equal(vmt_monitor_destroy(m), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(failed_spins_lower_the_budget_to_zero),
       cmocka_unit_test(a_spin_at_zero_still_takes_a_free_word_and_the_budget_recovers),
+      cmocka_unit_test(a_pending_request_ends_a_spin_without_penalty),
   };
   return cmocka_run_group_tests(tests, mu_attach_main, mu_detach_main);
 }

@@ -294,6 +294,7 @@ int vmt__lock_exit_slow(vmt_thread_t *t, struct vmt__lock *l) {
 }
 
 bool vmt__lock_spin(struct vmt__lock *l) {
+  vmt_thread_t *self = vmt__current;
   int32_t budget = atomic_load_explicit(&l->spin_budget, memory_order_relaxed);
   int32_t limit = budget > VMT__SPIN_FLOOR ? budget : VMT__SPIN_FLOOR;
   int32_t delay = VMT__SPIN_BACKOFF_MIN;
@@ -307,6 +308,11 @@ bool vmt__lock_spin(struct vmt__lock *l) {
                               memory_order_relaxed);
       return true;
     }
+    /* A safepoint, handshake or suspension waits for us: stop here, without prejudice to the
+     * budget, and block, which is a safe region (HotSpot's TrySpin aborts on a pending
+     * safepoint too), so that a spin never delays the VM services by its length. */
+    if (self != NULL && (atomic_load_explicit(&self->exec, memory_order_relaxed) & VMT_POLL_MASK))
+      return false;
     for (int32_t i = 0; i < delay; i++) vmt__cpu_relax();
     if (delay < VMT__SPIN_BACKOFF_MAX) delay *= 2;
   }
