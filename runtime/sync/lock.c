@@ -31,7 +31,7 @@
  * it to at least VMT__SPIN_POVERTY plus VMT__SPIN_BONUS, one that fails lowers it by
  * VMT__SPIN_PENALTY, so a lock held longer than a spin lasts soon stops costing spinning CPU.
  * The limit, 256 PAUSEs, is about 9 us here (36-40 ns each on Zen 4), the order of a sleep and
- * a wake-up (monitors.handoff: a park/unpark round trip, two of each, takes 5-6 us). Races on
+ * a wake-up (monitors.handoff: a park/unpark round trip, two of each, takes 4-6 us). Races on
  * the budget are harmless: every value stays in range. */
 #define VMT__SPIN_BACKOFF_MIN 8
 #define VMT__SPIN_BACKOFF_MAX 32
@@ -59,9 +59,8 @@ static void pool_fork_parent(void) { pthread_mutex_unlock(&pool_lock); }
 /* A live slot in the fork child, where only the forking thread exists. It cannot be waiting or
  * blocked on anything (it is inside fork), so every waiter is a vanished thread: the wait set
  * and the handed list, whose nodes are on vanished stacks (glibc gives those stacks to the
- * child's next threads), and
- * the counts of threads inside wait or a contended enter, which no vanished thread will ever
- * bring down, are emptied. A lock the forking thread holds stays its own. One held by a vanished
+ * child's next threads), and the counts of threads inside wait or a contended enter, which no
+ * vanished thread will ever bring down, are emptied. A lock the forking thread holds stays its own. One held by a vanished
  * thread is marked VMT__OWNER_VANISHED, for the next acquirer to take over with -EOWNERDEAD;
  * one whose word is taken but whose owner is not named yet (or no longer) was being acquired or
  * released by a vanished thread outside its critical section, and is free. Only slots that need

@@ -16,7 +16,7 @@
  * the successor it moved from the wait set to the entry list. That is one syscall per
  * hand-off besides the waiter's sleep; requeueing it onto the lock word (FUTEX_CMP_REQUEUE) at
  * the notify and waking it from there at the exit made two, and a wait/notify round trip took
- * 5.9 us against a park/unpark round trip's 4.5 (docs/monitors.md). notify_all still requeues
+ * 5.0-6.4 us where a park/unpark round trip took 4.1-6.5 (docs/monitors.md). notify_all still requeues
  * every waiter onto the word ("wait morphing"): the exit then wakes one of them, whose own exit
  * wakes the next, instead of all of them at once.
  *
@@ -71,7 +71,8 @@ static uint32_t await_end(vmt__wait_node_t *node, int64_t deadline) {
     uint32_t s = atomic_load_explicit(&node->state, memory_order_acquire);
     if (s == VMT__WAIT_NOTIFIED || s == VMT__WAIT_HANDED || s == VMT__WAIT_LEFT) return s;
     if (s == VMT__WAIT_NOTIFYING) {
-      /* A notifier is writing our state (a few stores); it stores NOTIFIED, then requeues. */
+      /* A notifier is writing our state (a few stores); then it stores HANDED (notify) or
+       * NOTIFIED and requeues us (notify_all). */
       vmt__wait_turn(&node->state, VMT__WAIT_NOTIFYING, VMT_OS_NO_DEADLINE);
       continue;
     }
