@@ -543,6 +543,58 @@ static void synchronizer_wait_reports_the_synchronizer_and_its_owner(void **stat
   assert_int_equal(vmt_sync_destroy(s), 0);
 }
 
+/* java.lang.Thread.State.WAITING names Thread.join with no timeout among the calls that make a
+ * thread WAITING, and ThreadInfo.getWaitedCount counts it (HotSpot: join waits on the Thread
+ * object; measured here with JDK 17 and 25: a joiner is WAITING with waitedCount 1). A thread
+ * in vmt_thread_join on a thread that has not ended is WAITING, counted as a wait, with its
+ * time while contention monitoring is on, and RUNNABLE again once the join returned. Joining a
+ * thread that has already ended does not wait (Java: join returns at once, isAlive() is false). */
+typedef struct joiner {
+  vmt_thread_t *target;
+  int rc;
+} joiner_t;
+
+static void *join_target(void *arg) {
+  joiner_t *j = arg;
+  j->rc = vmt_thread_join(j->target, NULL);
+  return NULL;
+}
+
+static void joining_thread_is_waiting_and_counts_a_wait(void **state) {
+  (void)state;
+  assert_int_equal(vmt_mx_set_thread_contention_monitoring_enabled(true), 0);
+  gate_t g;
+  vmt_thread_t *target = start_gated(&g, "joined", false);
+  joiner_t j = {.target = target, .rc = 1};
+  vmt_thread_t *t = start_named("joiner", false, join_target, &j);
+  int64_t id = vmt_thread_id(t);
+  vmt_thread_info_t *info = await_info_state(id, VMT_THREAD_WAITING);
+  expect_no_lock(info);
+  assert_int_equal(info->waited_count, 1);
+  assert_true(info->waited_time_ns >= 0);
+  assert_int_equal(info->blocked_count, 0);
+  vmt_mx_thread_info_free(info);
+  gate_open(&g);
+  join_release(t);
+  assert_int_equal(j.rc, 0);
+
+  /* The target has ended and been joined: a second joiner's join does not wait. */
+  vmt_thread_t *ended = start_named("ended", false, return_zero_body, NULL);
+  assert_true(await_state(ended, VMT_THREAD_TERMINATED));
+  vmt_thread_t *me = vmt_thread_current();
+  vmt_thread_info_t *before = info_of(vmt_thread_id(me), 0);
+  assert_int_equal(vmt_thread_join(ended, NULL), 0);
+  vmt_thread_info_t *after = info_of(vmt_thread_id(me), 0);
+  assert_int_equal(after->state, VMT_THREAD_RUNNABLE);
+  assert_int_equal(after->waited_count, before->waited_count);
+  vmt_mx_thread_info_free(before);
+  vmt_mx_thread_info_free(after);
+  assert_int_equal(vmt_thread_release(ended), 0);
+  assert_int_equal(vmt_thread_release(target), 0);
+  gate_destroy(&g);
+  assert_int_equal(vmt_mx_set_thread_contention_monitoring_enabled(false), 0);
+}
+
 /* ==== Locks =============================================================================== */
 
 /* Locks.checkBlockedObject and findThreadsBlockedOn: t1 holds A and blocks on B, t2 holds B and
@@ -1709,6 +1761,7 @@ int main(void) {
       cmocka_unit_test(terminated_before_join_is_null_and_minus_one),
       cmocka_unit_test(states_and_lock_info_as_thread_mxbean_state_test),
       cmocka_unit_test(synchronizer_wait_reports_the_synchronizer_and_its_owner),
+      cmocka_unit_test(joining_thread_is_waiting_and_counts_a_wait),
       cmocka_unit_test(blocked_chain_names_each_owner),
       cmocka_unit_test(waiting_thread_names_the_current_owner_of_its_monitor),
       cmocka_unit_test(locked_monitors_as_locking_thread),

@@ -88,7 +88,9 @@ VMT_EXPORT int vmt_thread_start_ex(vmt_thread_t **out, const vmt_thread_options_
  * Errors: -EINVAL (NULL, released or attached handle), -EDEADLK (t is the calling thread),
  * -EALREADY (t was joined before, or another thread is joining it; the result goes to that
  * join). A cancellation point: a joiner cancelled while it waits has not joined, and t can be
- * joined again (its result is kept).
+ * joined again (its result is kept). While it waits for a thread that has not terminated, the
+ * caller is WAITING and the wait counts in its ThreadInfo (waited count and time), as a Java
+ * Thread.join does; no lock is reported for it.
  */
 VMT_EXPORT int vmt_thread_join(vmt_thread_t *t, void **result);
 

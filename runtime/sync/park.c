@@ -7,6 +7,8 @@
  * to wait on: park returns -EPERM there.
  * sleep: TIMED_WAITING until a CLOCK_MONOTONIC deadline fixed at the call, so EINTR and spurious
  * wake-ups neither shorten nor lengthen it.
+ * join: the thread package waits itself (pthread_join); it publishes the wait through the two
+ * calls at the end, which record it as a park.
  */
 #include <errno.h>
 
@@ -46,3 +48,9 @@ int vmt_sleep_ns(int64_t ns) {
   vmt__episode_end(t, &ep, NULL, NULL);
   return 0;
 }
+
+void vmt__join_wait_begin(vmt__episode_t *ep) {
+  vmt__episode_begin(vmt__current, ep, VMT__EP_PARK, NULL, false);
+}
+
+void vmt__join_wait_end(vmt__episode_t *ep) { vmt__episode_end(vmt__current, ep, NULL, NULL); }

@@ -291,19 +291,7 @@ static inline void vmt__lock_took(struct vmt__lock *l, vmt_thread_t *t) {
  * t is the blocking thread's lock identity; a silent one (an implicit record, or a record kept
  * after its last detach: runtime/registry/registry.h) and NULL (sleep on a thread without one)
  * record nothing but the time a monitor's blocked_ns needs. */
-typedef enum vmt__episode_kind {
-  VMT__EP_ENTER = 0,   /* contended monitor enter or re-enter: BLOCKED, blocked count */
-  VMT__EP_WAIT,        /* vmt_monitor_wait: WAITING / TIMED_WAITING, waited count */
-  VMT__EP_SYNC,        /* waiting for a synchronizer: WAITING / TIMED_WAITING, waited count */
-  VMT__EP_PARK,        /* vmt_park */
-  VMT__EP_SLEEP,       /* vmt_sleep_ns */
-} vmt__episode_kind_t;
-
-typedef struct vmt__episode {
-  vmt__episode_kind_t kind;
-  uint64_t epoch;      /* contention-monitoring epoch at the start; 0 if it was off */
-  int64_t start_ns;    /* vmt_os_elapsed_nanos() at the start, when timed */
-} vmt__episode_t;
+/* vmt__episode_kind_t and vmt__episode_t are in sync.h (the thread package's join keeps one). */
 
 /* Publishes the state change. */
 void vmt__episode_begin(vmt_thread_t *t, vmt__episode_t *ep, vmt__episode_kind_t kind,

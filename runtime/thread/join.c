@@ -11,10 +11,13 @@
  * exiting thread and a second sleep in the joiner (pthread_join still has to wait for the
  * thread's very end to reap it): two context switches where one does.
  *
+ * While it waits for a thread that has not terminated, the joiner is WAITING, and the wait
+ * counts in its ThreadInfo as Java's Thread.join does (runtime/sync/sync.h, vmt__join_wait_begin).
+ *
  * Cancellation: pthread_join is a cancellation point, and a joiner cancelled inside it has not
- * joined (POSIX: the target is not detached either). A cleanup handler gives the claim back and
- * drops the temporary reference, so a later join gets the result and reaps the thread, as if
- * the cancelled call had never been made.
+ * joined (POSIX: the target is not detached either). A cleanup handler ends the wait, gives the
+ * claim back and drops the temporary reference, so a later join gets the result and reaps the
+ * thread, as if the cancelled call had never been made.
  */
 #include <errno.h>
 
@@ -23,15 +26,26 @@
 typedef struct join_wait {
   vmt_thread_t *t;
   vmt_thread_t *self;
-  int saved;   /* the joiner's execution state before the safe region */
+  int saved;           /* the joiner's execution state before the safe region */
+  bool waits;          /* the target was alive: the joiner is WAITING (vmt__join_wait_begin) */
+  vmt__episode_t ep;
 } join_wait_t;
 
 static void join_cancelled(void *arg) {
   join_wait_t *w = arg;
   /* The joiner unwinds in the state it was in, not in the safe region's. */
   vmt__region_leave(w->self, w->saved, NULL);
+  if (w->waits) vmt__join_wait_end(&w->ep);
   atomic_store_explicit(&w->t->joined, false, memory_order_release);
   vmt__record_unref(w->t);
+}
+
+/* The cancellation point alone in its function: pthread_cleanup_push sets a jump buffer, and
+ * nothing of the caller's may live across it (gcc -Wclobbered, seen under --config=tsan). */
+static __attribute__((noinline)) void wait_for_end(join_wait_t *w) {
+  pthread_cleanup_push(join_cancelled, w);
+  pthread_join(w->t->pthread, NULL);
+  pthread_cleanup_pop(0);
 }
 
 int vmt_thread_join(vmt_thread_t *t, void **result) {
@@ -50,13 +64,17 @@ int vmt_thread_join(vmt_thread_t *t, void **result) {
        * thread ran its whole exit path: the bookkeeping is done by then. A thread of a fork's
        * parent process does not exist here: nothing to wait for. */
       if (vmt__thread_of_this_process(t)) {
-        /* A safe region, like the runtime's other blocking calls (vmservices.h). */
+        /* Java: joining a live thread is a wait (WAITING, a waited count); joining one that
+         * has terminated returns at once (isAlive() is false), though pthread_join may still
+         * wait out its last instructions. The wait itself is a safe region, like the
+         * runtime's other blocking calls (vmservices.h). */
         join_wait_t w = {.t = t, .self = vmt__current};
+        w.waits = atomic_load_explicit(&t->state, memory_order_acquire) != VMT_THREAD_TERMINATED;
+        if (w.waits) vmt__join_wait_begin(&w.ep);
         w.saved = vmt__region_enter(w.self);
-        pthread_cleanup_push(join_cancelled, &w);
-        pthread_join(t->pthread, NULL);
-        pthread_cleanup_pop(0);
+        wait_for_end(&w);
         vmt__region_leave(w.self, w.saved, NULL);
+        if (w.waits) vmt__join_wait_end(&w.ep);
       }
       t->owns_pthread = false;
       if (result) *result = t->result;
