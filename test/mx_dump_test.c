@@ -78,7 +78,18 @@ static void no_deadlock_gives_null_and_no_section(void **state) {
   char head[128];
   snprintf(head, sizeof(head), "\"plain \"quoted\" name\" #%lld daemon prio=5",
            (long long)vmt_thread_id(t));
-  assert_non_null(strstr(s, head));
+  const char *line = strstr(s, head);
+  assert_non_null(line);
+  /* jstack's "nid=0x<native id>": the kernel tid in hex, which is how a thread seen in top -H
+   * is found in a HotSpot dump. jstack's "tid=" is the address of HotSpot's thread object: a
+   * decimal kernel tid under that name would mislead readers and parsers of jstack output. */
+  char nid[32];
+  snprintf(nid, sizeof(nid), " nid=0x%x ", (unsigned)vmt_thread_tid(t));
+  const char *eol = strchr(line, '\n');
+  const char *at = strstr(line, nid);
+  assert_true(at != NULL && at < eol);
+  const char *tid = strstr(line, " tid=");
+  assert_true(tid == NULL || tid > eol);
   assert_non_null(strstr(s, "java.lang.Thread.State: RUNNABLE"));
   assert_null(strstr(s, "deadlock"));
   free(s);

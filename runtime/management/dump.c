@@ -2,7 +2,7 @@
  * runtime/management/dump.c: the text thread dump, in the layout Java users read from jstack (and
  * from kill -3): a header, one block per thread, then a section per deadlock cycle.
  *
- *   "worker-1" #12 daemon prio=5 cpu=0.52ms elapsed=1.20s tid=4242 category=app waiting for ...
+ *   "worker-1" #12 daemon prio=5 cpu=0.52ms elapsed=1.20s nid=0x1092 category=app waiting for ...
  *      java.lang.Thread.State: BLOCKED (on object monitor)
  *   	at do_work(/usr/lib/libvm.so)
  *   	- waiting to lock <m1@1a2b> (owned by "worker-2" #13)
@@ -202,8 +202,10 @@ static void put_thread(text_t *t, const vmt_thread_info_t *ti) {
   }
   put_str(t, " elapsed=");
   put_fixed2(t, ti->elapsed_ns > 0 ? ti->elapsed_ns : 0, 1000000000);
-  put_str(t, "s tid=");
-  put_int(t, ti->tid);
+  /* nid: the kernel tid in hex, as jstack prints it (HotSpot's tid= is its thread object's
+   * address, which a C runtime has no use for). */
+  put_str(t, "s nid=0x");
+  put_uint(t, (uint64_t)(uint32_t)ti->tid, 16);
   put_str(t, " category=");
   put_str(t, ti->category);
   put_char(t, ' ');
