@@ -12,7 +12,9 @@ package io.vmthread;
  * have. Thread ids are the runtime's ids ({@code vmt_thread_id}), unrelated to Java thread ids.
  * Arguments are checked as HotSpot checks them, in the same order and with the same messages
  * ({@code "Invalid thread ID parameter: 0"}, {@code "Invalid maxDepth parameter: -1"},
- * {@code "Invalid thread ID entry"}).
+ * {@code "Invalid thread ID entry"}), and {@code getThreadInfo(null, lockedMonitors,
+ * lockedSynchronizers)} answers as {@code dumpAllThreads(lockedMonitors, lockedSynchronizers)},
+ * as HotSpot's does.
  *
  * <p>Registered by {@link VmThreadManagement#register()} under
  * {@value VmThreadManagement#OBJECT_NAME}; a JMX client (jconsole, VisualVM, a remote connector)

@@ -150,8 +150,11 @@ final class VmThreadMXBeanImpl implements VmThreadMXBean {
   @Override
   public ThreadInfo[] getThreadInfo(long[] ids, boolean lockedMonitors,
       boolean lockedSynchronizers) {
-    // HotSpot hands this form to the VM unchecked; the VM's message for a bad id differs.
-    Objects.requireNonNull(ids);
+    // HotSpot hands this form to the VM unchecked; the VM's message for a bad id differs, and
+    // for null ids the VM dumps every thread (JDK 17 and 25: no NullPointerException).
+    if (ids == null) {
+      return dumpAllThreads(lockedMonitors, lockedSynchronizers);
+    }
     for (long id : ids) {
       if (id <= 0) {
         throw new IllegalArgumentException("Invalid thread ID entry");

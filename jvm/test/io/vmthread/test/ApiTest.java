@@ -36,6 +36,7 @@ final class ApiTest {
       long[] ids = TestNatives.workerIds(workers);
       long[] pairIds = TestNatives.workerIds(pair);
       threadInfo(mx, ids);
+      nullIdsAsHotSpot(mx);
       stackWalker(mx, ids);
       contention(mx, pairIds[0], pairIds[1]);
       cpuTime(mx, ids[0]);
@@ -101,6 +102,33 @@ final class ApiTest {
       listed |= t.getThreadId() == ids[1];
     }
     Check.that(listed, "dumpAllThreads lists interp-worker-1");
+  }
+
+  /** getThreadInfo(long[], boolean, boolean) with null ids: HotSpot hands that form to the VM
+   *  unchecked (sun.management.ThreadImpl calls dumpThreads0 directly), and the VM dumps every
+   *  thread for null ids: JDK 17 and 25 return all their threads, no exception. The bean must
+   *  answer as HotSpot's does, with every runtime thread. */
+  private static void nullIdsAsHotSpot(VmThreadMXBean mx) throws Exception {
+    java.lang.management.ThreadMXBean hotspot = ManagementFactory.getThreadMXBean();
+    for (boolean locks : new boolean[] {false, true}) {
+      Throwable want = Check.failure(() -> hotspot.getThreadInfo((long[]) null, locks, locks));
+      Throwable got = Check.failure(() -> mx.getThreadInfo((long[]) null, locks, locks));
+      Check.equal(String.valueOf(want), String.valueOf(got),
+          "getThreadInfo(null, " + locks + ", " + locks + "): as HotSpot's bean");
+      if (got != null) {
+        continue;
+      }
+      long[] listed = mx.getAllThreadIds();
+      ThreadInfo[] all = mx.getThreadInfo((long[]) null, locks, locks);
+      long[] dumped = new long[all.length];
+      for (int i = 0; i < all.length; i++) {
+        dumped[i] = all[i].getThreadId();
+      }
+      java.util.Arrays.sort(listed);
+      java.util.Arrays.sort(dumped);
+      Check.equal(listed, dumped, "getThreadInfo(null, " + locks + ", " + locks
+          + ") gives every runtime thread, as dumpAllThreads");
+    }
   }
 
   private static void stackWalker(VmThreadMXBean mx, long[] ids) {
