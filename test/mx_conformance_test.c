@@ -354,6 +354,56 @@ static void attached_threads_are_started_live_and_daemon_like_jni_ones(void **st
   }
 }
 
+/* A thread is alive from the moment it is started until it terminates (Thread.isAlive), and
+ * ThreadMXBean answers for every live thread: getAllThreadIds lists it, getThreadInfo is not
+ * null, getThreadCpuTime is not -1, and getPeakThreadCount (ResetPeakThreadCount's "peak live
+ * thread count") has counted it. HotSpot adds a thread to its thread list and counts before
+ * the thread runs a single instruction of its own (JVM_StartThread, Threads::add), so this
+ * holds even for a thread that asks about itself first thing and for one that ends at once. */
+typedef struct self_view {
+  _Atomic int info_null, cpu_minus_one, not_listed;
+} self_view_t;
+
+static void *look_at_self(void *arg) {
+  self_view_t *v = arg;
+  int64_t id = vmt_thread_id(vmt_thread_current());
+  vmt_thread_info_t *info = NULL;
+  if (vmt_mx_get_thread_info(id, 0, &info) != 0 || info == NULL) atomic_fetch_add(&v->info_null, 1);
+  vmt_mx_thread_info_free(info);
+  int64_t ns = -1;
+  if (vmt_mx_is_thread_cpu_time_supported() &&
+      (vmt_mx_get_thread_cpu_time(id, &ns) != 0 || ns == -1))
+    atomic_fetch_add(&v->cpu_minus_one, 1);
+  int64_t *ids;
+  size_t n;
+  if (vmt_mx_get_all_thread_ids(&ids, &n) == 0) {
+    if (!ids_contain(ids, n, id)) atomic_fetch_add(&v->not_listed, 1);
+    vmt_mx_ids_free(ids);
+  }
+  return NULL;
+}
+
+static void a_started_thread_is_live_from_its_first_instruction(void **state) {
+  (void)state;
+  enum { N = 1000 };
+  self_view_t v;
+  memset(&v, 0, sizeof(v));
+  int peak_missed = 0;
+  for (int i = 0; i < N; i++) {
+    vmt_mx_reset_peak_thread_count();
+    int32_t live = vmt_mx_get_thread_count();
+    vmt_thread_t *t = start_named("early", false, i % 2 ? look_at_self : return_zero_body,
+                                  i % 2 ? &v : NULL);
+    assert_non_null(t);
+    join_release(t);
+    if (vmt_mx_get_peak_thread_count() < live + 1) peak_missed++;
+  }
+  assert_int_equal(atomic_load(&v.info_null), 0);
+  assert_int_equal(atomic_load(&v.cpu_minus_one), 0);
+  assert_int_equal(atomic_load(&v.not_listed), 0);
+  assert_int_equal(peak_missed, 0);
+}
+
 /* ==== InvalidThreadID, ThreadInfoArray, ThreadStackTrace ================================ */
 
 /* InvalidThreadID: getThreadCpuTime(id) throws IllegalArgumentException for 0, -1, -2,
@@ -1756,6 +1806,7 @@ int main(void) {
       cmocka_unit_test(reset_peak_sets_peak_to_the_live_count),
       cmocka_unit_test(all_ids_agree_with_the_count_and_drop_dead_threads),
       cmocka_unit_test(attached_threads_are_started_live_and_daemon_like_jni_ones),
+      cmocka_unit_test(a_started_thread_is_live_from_its_first_instruction),
       cmocka_unit_test(invalid_ids_are_illegal_arguments_and_unknown_ones_minus_one),
       cmocka_unit_test(null_elements_for_dead_and_unknown_ids_and_empty_for_empty),
       cmocka_unit_test(terminated_before_join_is_null_and_minus_one),

@@ -417,7 +417,14 @@ static void uncount_locked(vmt_thread_t *t) {
 
 void vmt__registry_count(vmt_thread_t *t) {
   if (t->kind == VMT__KIND_INTERNAL) return;
+  /* The second of the two calls of a start (header) usually finds it done: one load. */
+  if (atomic_load_explicit(&t->count_claimed, memory_order_acquire)) return;
   pthread_mutex_lock(&writer_lock);
+  if (atomic_load_explicit(&t->count_claimed, memory_order_relaxed)) {
+    pthread_mutex_unlock(&writer_lock);
+    return;
+  }
+  atomic_store_explicit(&t->count_claimed, true, memory_order_release);
   atomic_fetch_add_explicit(&started_total, 1, memory_order_relaxed);
   /* A thread that already left (its child ran and ended first) is counted as started only. */
   if (reg_state(t) == VMT__REG_IN) {

@@ -110,6 +110,7 @@ struct vmt_thread {
   _Atomic int32_t registry_state;    /* VMT__REG_*; registry.c, under its writer lock */
   _Atomic int state;                 /* vmt_thread_state_t */
   _Atomic bool counted;              /* included in live/daemon/category counts (registry.c) */
+  _Atomic bool count_claimed;        /* counted as started, by its starter or itself */
   bool daemon;
   int priority;
   char *name;                        /* full name, immutable */
@@ -261,7 +262,9 @@ bool vmt__record_ref_if_live(vmt_thread_t *t);
 /* Gives t its id and makes it visible in a new snapshot (not yet counted). 0 or -ENOMEM
  * (nothing changed then). */
 int vmt__registry_insert(vmt_thread_t *t);
-/* Counts t as started and (unless it already left) live; internal threads are never counted. */
+/* Counts t as started and (unless it already left) live, once: a started thread's starter
+ * calls it after pthread_create and the thread itself before its body, and the first call
+ * counts, so no instruction of the body runs uncounted. Internal threads are never counted. */
 void vmt__registry_count(vmt_thread_t *t);
 /* Uncounts t and tombstones it in the current snapshot; never fails. A later rebuild drops it
  * (this call rebuilds, allocating, only when tombstones crowd the snapshot); the registry's
