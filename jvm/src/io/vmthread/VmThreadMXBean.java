@@ -32,7 +32,8 @@ package io.vmthread;
  *       {@code TotalThreadAllocatedBytes} are -1, so a client that reads every attribute (as
  *       jconsole does) gets all of them. Enabling it, and the per-thread operations
  *       {@code getThreadAllocatedBytes}, throw {@link UnsupportedOperationException} as the
- *       specification says.
+ *       specification says; disabling it is accepted and changes nothing (the attribute
+ *       reads false, so a client may write back what it read).
  *   <li><b>Two runtimes</b>: if another copy of the runtime in this process has threads (a
  *       library that linked {@code libvmthread.a} statically), this bean would see only part of
  *       the process, so every query throws {@link IllegalStateException} naming that copy.
