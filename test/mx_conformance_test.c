@@ -23,6 +23,7 @@
 
 #include "mx_util.h"
 #include "monitor_util.h"
+#include "test/thread_util.h"
 
 #define UNKNOWN_ID 999999   /* InvalidThreadID's "non-existent thread" */
 #define MS (1000LL * 1000)
@@ -81,8 +82,6 @@ static void join_release(vmt_thread_t *t) {
   assert_int_equal(vmt_thread_join(t, NULL), 0);
   assert_int_equal(vmt_thread_release(t), 0);
 }
-
-static void *return_zero_body(void *arg) { return arg; }
 
 /* A body that spins (RUNNABLE) until *stop. */
 static void *spin_until(void *arg) {
@@ -392,7 +391,7 @@ static void a_started_thread_is_live_from_its_first_instruction(void **state) {
   for (int i = 0; i < N; i++) {
     vmt_mx_reset_peak_thread_count();
     int32_t live = vmt_mx_get_thread_count();
-    vmt_thread_t *t = start_named("early", false, i % 2 ? look_at_self : return_zero_body,
+    vmt_thread_t *t = start_named("early", false, i % 2 ? look_at_self : return_arg,
                                   i % 2 ? &v : NULL);
     assert_non_null(t);
     join_release(t);
@@ -443,7 +442,7 @@ static void null_elements_for_dead_and_unknown_ids_and_empty_for_empty(void **st
   (void)state;
   gate_t g;
   vmt_thread_t *live = start_gated(&g, "live", false);
-  vmt_thread_t *dead = start_named("dead", false, return_zero_body, NULL);
+  vmt_thread_t *dead = start_named("dead", false, return_arg, NULL);
   assert_int_equal(vmt_thread_join(dead, NULL), 0);
   int64_t ids[4] = {vmt_thread_id(live), vmt_thread_id(dead), UNKNOWN_ID, self_id()};
   for (int depth = 0; depth <= 1; depth++) {
@@ -479,7 +478,7 @@ static void null_elements_for_dead_and_unknown_ids_and_empty_for_empty(void **st
  * the CPU time -1, InvalidThreadID's "thread doesn't exist"). */
 static void terminated_before_join_is_null_and_minus_one(void **state) {
   (void)state;
-  vmt_thread_t *t = start_named("ending", false, return_zero_body, NULL);
+  vmt_thread_t *t = start_named("ending", false, return_arg, NULL);
   assert_true(await_state(t, VMT_THREAD_TERMINATED));
   int64_t id = vmt_thread_id(t);
   assert_null(info_of(id, 0));
@@ -599,17 +598,6 @@ static void synchronizer_wait_reports_the_synchronizer_and_its_owner(void **stat
  * in vmt_thread_join on a thread that has not ended is WAITING, counted as a wait, with its
  * time while contention monitoring is on, and RUNNABLE again once the join returned. Joining a
  * thread that has already ended does not wait (Java: join returns at once, isAlive() is false). */
-typedef struct joiner {
-  vmt_thread_t *target;
-  int rc;
-} joiner_t;
-
-static void *join_target(void *arg) {
-  joiner_t *j = arg;
-  j->rc = vmt_thread_join(j->target, NULL);
-  return NULL;
-}
-
 static void joining_thread_is_waiting_and_counts_a_wait(void **state) {
   (void)state;
   assert_int_equal(vmt_mx_set_thread_contention_monitoring_enabled(true), 0);
@@ -629,7 +617,7 @@ static void joining_thread_is_waiting_and_counts_a_wait(void **state) {
   assert_int_equal(j.rc, 0);
 
   /* The target has ended and been joined: a second joiner's join does not wait. */
-  vmt_thread_t *ended = start_named("ended", false, return_zero_body, NULL);
+  vmt_thread_t *ended = start_named("ended", false, return_arg, NULL);
   assert_true(await_state(ended, VMT_THREAD_TERMINATED));
   vmt_thread_t *me = vmt_thread_current();
   vmt_thread_info_t *before = info_of(vmt_thread_id(me), 0);
@@ -865,8 +853,12 @@ static void check_locking_thread(const locking_t *c, const vmt_thread_info_t *ti
     size_t want = c->syncs ? 2 : 6;
     assert_int_equal(ti->locked_monitor_count, want);
     bool seen[LT_LOCKS + 1] = {false};
+    int32_t prev_depth = 0;
     for (size_t i = 0; i < ti->locked_monitor_count; i++) {
       const vmt_monitor_info_t *m = &ti->locked_monitors[i];
+      /* HotSpot's order (jmm_DumpThreads walks the frames from the top): by depth. */
+      assert_true(m->stack_depth >= prev_depth);
+      prev_depth = m->stack_depth;
       int k = lock_index(c, m->lock.name);
       assert_true(k >= 1 && k <= 6);
       assert_false(c->syncs && k <= 4);

@@ -117,17 +117,6 @@ static void join_refuses_self_and_second_join(void **state) {
   assert_int_equal(vmt_thread_release(t), 0);
 }
 
-typedef struct joiner {
-  vmt_thread_t *target;
-  int rc;
-} joiner_t;
-
-static void *join_target(void *arg) {
-  joiner_t *j = arg;
-  j->rc = vmt_thread_join(j->target, NULL);
-  return NULL;
-}
-
 static void concurrent_joins_get_one_success(void **state) {
   (void)state;
   latch_t l;

@@ -1,13 +1,15 @@
 /*
  * test/thread_util.h: what the thread module's tests share: a latch that holds threads until it
  * is opened and stays open (a plain pthread condition, so the runtime under test is not what
- * holds them), and bodies that return at once or wait on a latch.
+ * holds them), and bodies that return at once, wait on a latch, or join another thread.
  */
 #ifndef VMT_TEST_THREAD_UTIL_H
 #define VMT_TEST_THREAD_UTIL_H
 
 #include <pthread.h>
 #include <stdbool.h>
+
+#include "vmthread.h"
 
 typedef struct latch {
   pthread_mutex_t lock;
@@ -43,6 +45,18 @@ static inline void latch_destroy(latch_t *l) {
 static inline void *return_arg(void *arg) { return arg; }
 static inline void *wait_for_latch(void *arg) {
   latch_wait((latch_t *)arg);
+  return NULL;
+}
+
+/* A body that joins j->target and keeps what the join returned. */
+typedef struct joiner {
+  vmt_thread_t *target;
+  int rc;
+} joiner_t;
+
+static inline void *join_target(void *arg) {
+  joiner_t *j = arg;
+  j->rc = vmt_thread_join(j->target, NULL);
   return NULL;
 }
 
