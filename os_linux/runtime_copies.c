@@ -17,6 +17,12 @@
  * dlpi_adds and dlpi_subs, glibc 2.4): otherwise the markers found last time are read again,
  * which costs one dl_iterate_phdr callback. The cache is under cache_lock, held across fork
  * (runtime/process.h): a fork while another thread scanned must not leave it held.
+ *
+ * Every marker and file name is read inside a dl_iterate_phdr callback, never after it
+ * returned: glibc holds its loader lock across the iteration, so an object it visits (or, with
+ * dlpi_subs unchanged, any object the cache names) cannot be unmapped meanwhile. Read once the
+ * iteration was over, a copy that another thread unloaded in between crashed the search
+ * (test/runtime_copies_linux_test.c, a_copy_unloaded_during_the_search).
  */
 #include <link.h>
 #include <pthread.h>
@@ -99,7 +105,16 @@ typedef struct scan {
   unsigned long long adds, subs;
   found_t found[CACHE_MAX];
   size_t count;              /* copies found, may exceed CACHE_MAX */
+  int32_t in_use;            /* of them, those with threads */
+  char *path;                /* the first of those's file, len bytes */
+  size_t len;
 } scan_t;
+
+/* Inside a callback only (the opening comment says why). */
+static void count_in_use(scan_t *s, const copy_marker_t *m, const char *name) {
+  if (!atomic_load_explicit(&((copy_marker_t *)m)->in_use, memory_order_acquire)) return;
+  if (s->in_use++ == 0 && s->len > 0) snprintf(s->path, s->len, "%s", name ? name : "");
+}
 
 static void scan_notes(const struct dl_phdr_info *info, const ElfW(Phdr) *ph, scan_t *s) {
   const unsigned char *p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr);
@@ -122,6 +137,7 @@ static void scan_notes(const struct dl_phdr_info *info, const ElfW(Phdr) *ph, sc
           m->magic == VMT_COPY_MAGIC && m->layout == VMT_COPY_LAYOUT) {
         if (s->count < CACHE_MAX) s->found[s->count] = (found_t){m, info->dlpi_name};
         s->count++;
+        count_in_use(s, m, info->dlpi_name);
       }
     }
     p += sizeof(nh) + name_len + desc_len;
@@ -137,8 +153,10 @@ static int scan_object(struct dl_phdr_info *info, size_t size, void *arg) {
       s->adds = info->dlpi_adds;
       s->subs = info->dlpi_subs;
       if (cache_complete && s->adds == cache_adds && s->subs == cache_subs) {
+        /* The objects are the ones the cache describes, all still mapped: read them, stop. */
         s->cached = true;
-        return 1;  /* stop: the objects are the ones the cache describes */
+        for (size_t i = 0; i < cache_count; i++) count_in_use(s, cache[i].marker, cache[i].path);
+        return 1;
       }
     }
   }
@@ -151,7 +169,7 @@ static int scan_object(struct dl_phdr_info *info, size_t size, void *arg) {
 
 int32_t vmt_os_other_copies_in_use(char *path, size_t len) {
   pthread_mutex_lock(&cache_lock);
-  scan_t s = {.first = true};
+  scan_t s = {.first = true, .path = path, .len = len};
   dl_iterate_phdr(scan_object, &s);
   if (!s.cached) {
     cache_count = s.count < CACHE_MAX ? s.count : CACHE_MAX;
@@ -160,13 +178,7 @@ int32_t vmt_os_other_copies_in_use(char *path, size_t len) {
     cache_adds = s.adds;
     cache_subs = s.subs;
   }
-  int32_t in_use = 0;
-  for (size_t i = 0; i < cache_count; i++) {
-    if (!atomic_load_explicit(&((copy_marker_t *)cache[i].marker)->in_use, memory_order_acquire))
-      continue;
-    if (in_use++ == 0 && len > 0) snprintf(path, len, "%s", cache[i].path ? cache[i].path : "");
-  }
   pthread_mutex_unlock(&cache_lock);
-  if (in_use == 0 && len > 0) path[0] = '\0';
-  return in_use;
+  if (s.in_use == 0 && len > 0) path[0] = '\0';
+  return s.in_use;
 }

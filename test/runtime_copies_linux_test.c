@@ -8,12 +8,17 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -80,9 +85,77 @@ static void two_copies_see_each_other_once_in_use(void **state) {
   /* The shared copy stays loaded: its thread-specific-data destructor is registered. */
 }
 
+/* A third copy, loaded and unloaded again and again while this copy looks for copies. A copy
+ * found by one search may be unloaded before the next, or during one: the search must never
+ * read the marker or the file name of an object that is gone. It read them after
+ * dl_iterate_phdr had returned, and this test crashed in vmt_os_other_copies_in_use (SIGSEGV)
+ * within the first hundred unloads. The copy is a file of its own (a second name for the
+ * library the first test keeps loaded would only bump that one's reference count). */
+typedef struct churn {
+  const char *path;
+  int cycles;
+  _Atomic bool done;
+  const char *error;
+} churn_t;
+
+static void *load_and_unload(void *arg) {
+  churn_t *c = arg;
+  for (int i = 0; i < c->cycles; i++) {
+    void *h = dlopen(c->path, RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL) {
+      c->error = "dlopen of the copy failed";
+      break;
+    }
+    if (dlclose(h) != 0) {
+      c->error = "dlclose of the copy failed";
+      break;
+    }
+  }
+  atomic_store(&c->done, true);
+  return NULL;
+}
+
+static void copy_file(const char *from, const char *to) {
+  int in = open(from, O_RDONLY | O_CLOEXEC);
+  assert_true(in >= 0);
+  struct stat st;
+  assert_int_equal(fstat(in, &st), 0);
+  int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
+  assert_true(out >= 0);
+  off_t off = 0;
+  while (off < st.st_size) assert_true(sendfile(out, in, &off, (size_t)(st.st_size - off)) > 0);
+  close(in);
+  close(out);
+}
+
+static void a_copy_unloaded_during_the_search(void **state) {
+  (void)state;
+  char dir[] = "/tmp/vmt-copiesXXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char path[sizeof(dir) + 32];
+  snprintf(path, sizeof(path), "%s/libvmthread-copy.so", dir);
+  copy_file("./libvmthread.so", path);
+  churn_t c = {.path = path, .cycles = 2000};
+  pthread_t loader;
+  assert_int_equal(pthread_create(&loader, NULL, load_and_unload, &c), 0);
+  char found[4096];
+  long searches = 0;
+  while (!atomic_load(&c.done)) {
+    int32_t n = vmt_mx_get_other_runtime_count(found, sizeof(found));
+    assert_true(n >= 0);
+    searches++;
+  }
+  assert_int_equal(pthread_join(loader, NULL), 0);
+  if (c.error) fail_msg("%s: %s", c.error, dlerror());
+  print_message("%ld searches during %d loads and unloads\n", searches, c.cycles);
+  unlink(path);
+  rmdir(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(two_copies_see_each_other_once_in_use),
+      cmocka_unit_test(a_copy_unloaded_during_the_search),
   };
   return cmocka_run_group_tests_name("runtime_copies_linux", tests, NULL, NULL);
 }
