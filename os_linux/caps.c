@@ -13,6 +13,7 @@
 static vmt_os_caps_t caps;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static _Atomic bool probed;   /* probe() has run: vmt_os_init's fast path */
 
 static bool clock_works(clockid_t clock) {
   struct timespec ts;
@@ -36,7 +37,8 @@ static void probe(void) {
 }
 
 _Atomic unsigned vmt_os__proc_fallback;
-VMT__PROCESS_STATE(caps, .symbols = "caps init_once vmt_os__proc_fallback", .rule = VMT__FORK_KEEP,
+VMT__PROCESS_STATE(caps, .symbols = "caps init_once probed vmt_os__proc_fallback",
+                   .rule = VMT__FORK_KEEP,
                    .fork = "the probes' answers hold in the child: same kernel, same machine");
 
 unsigned vmt_os__set_proc_fallback(unsigned mask) {
@@ -45,7 +47,16 @@ unsigned vmt_os__set_proc_fallback(unsigned mask) {
 }
 
 int vmt_os_init(void) {
+  if (__builtin_expect(atomic_load_explicit(&probed, memory_order_acquire), 1)) return 0;
+  /* The probe reads sysfs and sleeps (the elapsed counter's calibration), cancellation points
+   * inside the first call of a process, which is none (docs/design.md, "Cancellation"): the
+   * first start, attach, capability query or elapsed-time read of a cancelled thread never
+   * returned (test/cancellation_test.c), and could leave the sysfs descriptor open. */
+  int cancel;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
   int rc = pthread_once(&init_once, probe);
+  pthread_setcancelstate(cancel, NULL);
+  if (rc == 0) atomic_store_explicit(&probed, true, memory_order_release);
   return rc == 0 ? 0 : -rc;
 }
 

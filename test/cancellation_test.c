@@ -12,6 +12,7 @@
  * only.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -286,8 +287,102 @@ static void blocking_calls_finish_before_the_cancellation(void **state) {
   assert_int_equal(vmt_sync_destroy(s), 0);
 }
 
+/* ---- the first call of a process: its one-time probes ------------------------------------ *
+ * The first call that needs the port's probes (clocks, the elapsed counter's calibration, which
+ * reads sysfs and sleeps 2 ms) or the allocation counters' probe (a helper thread, joined) runs
+ * them inside it. Those are cancellation points; the calls are not (the table): a first
+ * vmt_thread_start, vmt_thread_attach, vmt_mx_is_thread_cpu_time_supported or
+ * vmt_elapsed_nanos of a cancelled thread never returned, cancelled inside a probe (each found by
+ * this test before the probes turned cancellation off). Each call runs first in a process of its
+ * own: this binary, executed again with VMT_CANCEL_FIRST_CALL naming it. */
+static void *first_call_body(void *arg) { return arg; }
+
+/* Joined by the child's main thread: a join is a cancellation point of its own. */
+static vmt_thread_t *first_started;
+static void first_start(victim_t *v) { v->rc = vmt_thread_start(&first_started, first_call_body, NULL); }
+static void first_attach(victim_t *v) {
+  vmt_thread_t *me;
+  v->rc = vmt_thread_attach(NULL, &me);
+  if (v->rc == 0) v->rc = vmt_thread_detach();
+}
+static void first_caps(victim_t *v) { v->rc = vmt_mx_is_thread_cpu_time_supported() ? 0 : 0; }
+static void first_elapsed(victim_t *v) { v->rc = vmt_elapsed_nanos() > 0 ? 0 : -1; }
+static void first_alloc_probe(victim_t *v) {
+  bool on = false;
+  int rc = vmt_mx_is_thread_allocated_memory_enabled(&on);
+  v->rc = rc == -ENOTSUP ? 0 : rc;
+}
+
+static const struct {
+  const char *name;
+  void (*call)(victim_t *v);
+} first_calls[] = {
+    {"vmt_thread_start", first_start},
+    {"vmt_thread_attach", first_attach},
+    {"vmt_mx_is_thread_cpu_time_supported", first_caps},
+    {"vmt_elapsed_nanos", first_elapsed},
+    {"vmt_mx_is_thread_allocated_memory_enabled", first_alloc_probe},
+};
+enum { FIRST_CALLS = sizeof(first_calls) / sizeof(first_calls[0]) };
+
+static int open_descriptors(void) {
+  int n = 0;
+  for (int fd = 0; fd < 1024; fd++) n += fcntl(fd, F_GETFD) >= 0;
+  return n;
+}
+
+/* In the re-executed child: 0 if the call returned with 0 and left no descriptor open. */
+static int first_call_child(const char *name) {
+  for (int i = 0; i < FIRST_CALLS; i++) {
+    if (strcmp(first_calls[i].name, name) != 0) continue;
+    int fds = open_descriptors();
+    victim_t v;
+    run_cancelled(first_calls[i].call, NULL, &v);
+    if (!atomic_load(&v.returned)) {
+      fprintf(stderr, "%s: cancelled inside the call\n", name);
+      return 1;
+    }
+    if (v.rc != 0) {
+      fprintf(stderr, "%s: answered %d\n", name, v.rc);
+      return 2;
+    }
+    if (first_started != NULL &&
+        (vmt_thread_join(first_started, NULL) != 0 || vmt_thread_release(first_started) != 0))
+      return 6;
+    if (open_descriptors() != fds) {
+      fprintf(stderr, "%s: %d descriptors open before, %d after\n", name, fds,
+              open_descriptors());
+      return 3;
+    }
+    return 0;
+  }
+  return 4;
+}
+
+static void first_calls_are_no_cancellation_points(void **state) {
+  (void)state;
+  hang_guard();
+  for (int i = 0; i < FIRST_CALLS; i++) {
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+      setenv("VMT_CANCEL_FIRST_CALL", first_calls[i].name, 1);
+      execl("/proc/self/exe", "cancellation_test", (char *)NULL);
+      _exit(5);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      fail_msg("the first %s of a cancelled thread: child status 0x%x", first_calls[i].name,
+               status);
+  }
+}
+
 int main(void) {
+  const char *first = getenv("VMT_CANCEL_FIRST_CALL");
+  if (first) return first_call_child(first);
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(first_calls_are_no_cancellation_points),
       cmocka_unit_test(join_cancelled_leaves_the_target_joinable),
       cmocka_unit_test(sigquit_switch_is_no_cancellation_point),
       cmocka_unit_test(walks_are_no_cancellation_point),

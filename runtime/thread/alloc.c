@@ -48,6 +48,7 @@ typedef int (*mallctl_fn)(const char *name, void *oldp, size_t *oldlenp, void *n
                           size_t newlen);
 
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+static _Atomic bool probed;            /* probe() has run: vmt__alloc_supported's fast path */
 static mallctl_fn mallctl_of_process;  /* jemalloc's, if the process has one; set by probe() */
 static bool supported;
 static _Atomic int64_t exited_total;
@@ -69,7 +70,7 @@ VMT__PROCESS_STATE(alloc_readers, .symbols = "", .rule = VMT__FORK_RESET,
                            "(a record field) is zeroed: those readers vanished",
                    .rank = VMT__RANK_THREAD + 1, .child = readers_fork_child);
 VMT__PROCESS_STATE(alloc_probe,
-                   .symbols = "probe_once mallctl_of_process supported offsets "
+                   .symbols = "probe_once probed mallctl_of_process supported offsets "
                               "allocated_offset tls_anchor exited_total",
                    .rule = VMT__FORK_KEEP,
                    .fork = "the probe's answer and the TLS distance hold in the child; the exited "
@@ -140,7 +141,15 @@ static int own_counter(const uint64_t **a) {
 }
 
 bool vmt__alloc_supported(void) {
+  if (__builtin_expect(atomic_load_explicit(&probed, memory_order_acquire), 1)) return supported;
+  /* The probe joins its helper thread, a cancellation point, inside calls that are none (the
+   * first start or attach, any allocated-memory query: docs/design.md, "Cancellation"); a
+   * first call cancelled there never returned (test/cancellation_test.c). */
+  int cancel;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
   pthread_once(&probe_once, probe);
+  pthread_setcancelstate(cancel, NULL);
+  atomic_store_explicit(&probed, true, memory_order_release);
   return supported;
 }
 
