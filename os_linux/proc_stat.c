@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -74,8 +75,17 @@ int vmt_os_proc_thread_times(pid_t tid, int64_t *user_ns, int64_t *sys_ns) {
   if (tid <= 0 || user_ns == NULL || sys_ns == NULL) return -EINVAL;
   char path[64];
   snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+  /* open, read and close are cancellation points, and this is the CPU-time fallback of calls
+   * that are none: cancelled between the open and the close, a read leaked the descriptor
+   * (test/proc_stat_internal_test.c, reads_are_no_cancellation_points). */
+  int cancel;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno == ENOENT ? -ESRCH : -errno;
+  if (fd < 0) {
+    int err = errno == ENOENT ? -ESRCH : -errno;
+    pthread_setcancelstate(cancel, NULL);
+    return err;
+  }
   /* One stat line is ~350 bytes with a 15-byte name; 1 KiB leaves room for growth. Loop: the
    * kernel may return it in pieces. */
   char buf[1024];
@@ -92,6 +102,7 @@ int vmt_os_proc_thread_times(pid_t tid, int64_t *user_ns, int64_t *sys_ns) {
     len += (size_t)n;
   }
   close(fd);
+  pthread_setcancelstate(cancel, NULL);
   if (err) return err;
   vmt_os_proc_times_t t;
   err = vmt_os_proc_stat_parse(buf, len, &t);

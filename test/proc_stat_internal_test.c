@@ -2,10 +2,13 @@
  * test/proc_stat_internal_test.c: the /proc/<pid>/task/<tid>/stat reader (os_linux/proc_stat.c):
  * the pure parser on real-format lines, hostile thread names ("a) (b"), every truncation of a
  * valid line, malformed numbers, and a fuzz loop over exact-length heap buffers (no NUL: ASan
- * catches any read past the end); then the reader on live and gone threads.
+ * catches any read past the end); then the reader on live and gone threads, and as the CPU-time
+ * fallback of a cancelled thread.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,9 +22,11 @@
 
 #include <cmocka.h>
 
+#include "os_linux/os_impl.h"
 #include "runtime/os.h"
 #include "test/clock_util.h"
 #include "test/cpu_burn.h"
+#include "vmthread.h"
 
 /* fields 4..13, then utime (14), stime (15), then the rest of a real line. */
 #define MIDDLE " 1 4242 4242 0 -1 4194368 1503 0 7 0 "
@@ -176,6 +181,56 @@ static void gone_threads_and_bad_arguments_fail(void **state) {
   assert_int_equal(vmt_os_proc_thread_times(vmt_os_current_tid(), &user, &sys), 0);
 }
 
+/* With the /proc fallback on (clocks the probe found unusable), every CPU-time read goes through
+ * the reader: its open, read and close must not be cancellation points, since no CPU-time call
+ * is one (docs/design.md, "Cancellation"), and a cancellation between the open and the close
+ * would leak the descriptor. A thread cancelled before the call was cancelled inside it. */
+typedef struct cancelled_reader {
+  _Atomic bool go;
+  _Atomic int returned;   /* reads that came back */
+  int64_t user, sys, cpu;
+  int rc;
+} cancelled_reader_t;
+
+static void *read_with_cancel_pending(void *arg) {
+  cancelled_reader_t *r = arg;
+  while (!atomic_load(&r->go)) {
+  }
+  r->rc = vmt_os_proc_thread_times(vmt_os_current_tid(), &r->user, &r->sys);
+  atomic_fetch_add(&r->returned, 1);
+  r->cpu = vmt_current_thread_cpu_time(VMT_CPU_TOTAL);
+  atomic_fetch_add(&r->returned, 1);
+  pthread_testcancel();
+  return NULL;
+}
+
+static int open_descriptors(void) {
+  int n = 0;
+  for (int fd = 0; fd < 1024; fd++) n += fcntl(fd, F_GETFD) >= 0;
+  return n;
+}
+
+static void reads_are_no_cancellation_points(void **state) {
+  (void)state;
+  unsigned old = vmt_os__set_proc_fallback(VMT_OS__PROC_THREAD_TOTAL | VMT_OS__PROC_THREAD_USER |
+                                           VMT_OS__PROC_CURRENT_TOTAL |
+                                           VMT_OS__PROC_CURRENT_USER);
+  int fds = open_descriptors();
+  cancelled_reader_t r = {.rc = 1, .cpu = -2};
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, read_with_cancel_pending, &r), 0);
+  assert_int_equal(pthread_cancel(th), 0);
+  atomic_store(&r.go, true);
+  void *res = NULL;
+  assert_int_equal(pthread_join(th, &res), 0);
+  vmt_os__set_proc_fallback(old);
+  assert_ptr_equal(res, PTHREAD_CANCELED);
+  assert_int_equal(atomic_load(&r.returned), 2);   /* cancelled after the reads, not inside */
+  assert_int_equal(r.rc, 0);
+  assert_true(r.cpu >= 0);
+  assert_int_equal(open_descriptors(), fds);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(parses_a_real_format_line),
@@ -185,6 +240,7 @@ int main(void) {
       cmocka_unit_test(fuzzed_input_never_crashes),
       cmocka_unit_test(reads_a_live_thread_with_a_hostile_name),
       cmocka_unit_test(gone_threads_and_bad_arguments_fail),
+      cmocka_unit_test(reads_are_no_cancellation_points),
   };
   return cmocka_run_group_tests_name("proc_stat_internal", tests, NULL, NULL);
 }
