@@ -10,7 +10,8 @@
  * views; a start that cannot allocate (its header, or the array a full registry needs) must
  * leave the registry as it was; and a start must allocate as much with 2000 threads live as
  * with none (the copy this storage replaced allocated 8 bytes per live thread at every start).
- * Internal test: it reads the registry and its counters directly.
+ * A reader past its hazard slots is refused, never aborted. Internal test: it reads the
+ * registry and its counters directly.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -490,8 +491,56 @@ static void a_start_allocates_as_much_with_2000_live_threads_as_with_none(void *
 #endif
 }
 
+/* A thread holds at most VMT__HAZARDS_PER_THREAD snapshots; one more was a programming error
+ * that aborted the process ("more than 4 registry snapshots held by one thread"). But the host
+ * reaches it: a stack walker is the VM's code, runs while the query that called it holds a
+ * snapshot, and may query again (ThreadInfo with frames of a carrier thread, say), whose walk
+ * runs the walker again. Such a nesting three deep aborted; the runtime must answer -ENOMEM
+ * (the error every registry read documents) instead. */
+static int nest_depth, nest_errors, nest_others;
+
+static int nesting_walker(vmt_thread_t *t, vmt_stack_frame_t *frames, int32_t max, void *ctx) {
+  (void)ctx;
+  if (nest_depth < 2 * VMT__HAZARDS_PER_THREAD) {
+    nest_depth++;
+    vmt_thread_info_t *info = NULL;
+    int rc = vmt_mx_get_thread_info(vmt_thread_id(t), 4, &info);
+    if (rc == -ENOMEM) nest_errors++;
+    else if (rc != 0) nest_others++;
+    vmt_mx_thread_info_free(info);
+    nest_depth--;
+  }
+  if (max < 1) return 0;
+  frames[0] = (vmt_stack_frame_t){.function = "nested", .file = NULL, .line = 1, .pc = 0};
+  return 1;
+}
+
+static void a_reader_past_its_hazard_slots_is_refused(void **state) {
+  (void)state;
+  const vmt__snapshot_t *held[VMT__HAZARDS_PER_THREAD];
+  for (int i = 0; i < VMT__HAZARDS_PER_THREAD; i++) assert_non_null(held[i] = vmt__registry_acquire());
+  assert_null(vmt__registry_acquire());
+  for (int i = VMT__HAZARDS_PER_THREAD - 1; i >= 0; i--) vmt__registry_release(held[i]);
+
+  vmt_thread_t *me;
+  assert_int_equal(vmt_thread_attach(NULL, &me), 0);
+  vmt_mx_set_stack_walker(nesting_walker, NULL);
+  vmt_thread_info_t *info = NULL;
+  int rc = vmt_mx_get_thread_info(vmt_thread_id(me), 4, &info);
+  vmt_mx_set_stack_walker(NULL, NULL);
+  assert_true(rc == 0 || rc == -ENOMEM);
+  vmt_mx_thread_info_free(info);
+  assert_true(nest_errors > 0);   /* the nesting did run out of slots */
+  assert_int_equal(nest_others, 0);
+  /* Every slot came back. */
+  for (int i = 0; i < VMT__HAZARDS_PER_THREAD; i++) assert_non_null(held[i] = vmt__registry_acquire());
+  for (int i = VMT__HAZARDS_PER_THREAD - 1; i >= 0; i--) vmt__registry_release(held[i]);
+  assert_int_equal(vmt_thread_detach(), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test_teardown(a_reader_past_its_hazard_slots_is_refused, teardown),
       cmocka_unit_test_teardown(a_held_snapshot_keeps_its_view_while_thousands_come_and_go,
                                 teardown),
       cmocka_unit_test_teardown(lookups_find_every_id_at_array_boundaries, teardown),

@@ -12,7 +12,8 @@
  *   disabled; NULL for the ThreadInfo of such a thread.
  * - Results are copies the caller owns, freed with the matching *_free call.
  * - Any query that reads the thread registry may also fail with -ENOMEM (a thread's first
- *   read allocates its reclamation slot; allocation failures are never hidden).
+ *   read allocates its reclamation slot; allocation failures are never hidden; a thread holds
+ *   four registry snapshots at most, which only queries nested in a stack walker reach).
  * - The runtime's own internal threads (the dump thread) are never counted nor listed.
  */
 #ifndef VMTHREAD_MANAGEMENT_H

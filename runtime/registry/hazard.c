@@ -16,7 +16,6 @@
  * shared line, so readers do not slow each other or the writers.
  */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,11 +92,10 @@ const vmt__snapshot_t *vmt__registry_acquire(void) {
   while (i < VMT__HAZARDS_PER_THREAD &&
          atomic_load_explicit(&b->slot[i], memory_order_relaxed) != NULL)
     i++;
-  if (i == VMT__HAZARDS_PER_THREAD) {
-    fprintf(stderr, "vmthread: more than %d registry snapshots held by one thread\n",
-            VMT__HAZARDS_PER_THREAD);
-    abort();
-  }
+  /* All slots taken: a query nested in a stack walker the host's queries call (it runs while
+   * they hold theirs, and may query again). The host can exhaust them, so it is refused like a
+   * block that cannot be allocated (-ENOMEM to the caller), never aborted. */
+  if (i == VMT__HAZARDS_PER_THREAD) return NULL;
   const vmt__snapshot_t *s = atomic_load_explicit(&vmt__current_snapshot, memory_order_acquire);
   for (;;) {
     atomic_store_explicit(&b->slot[i], s, memory_order_seq_cst);

@@ -204,10 +204,11 @@ typedef struct vmt__snapshot {
   struct vmt__registry_array *array;  /* the storage threads points into (registry.c) */
 } vmt__snapshot_t;
 
-/* Up to VMT__HAZARDS_PER_THREAD snapshots may be held at once by one thread; acquiring more
- * aborts (a programming error). acquire returns NULL only when the calling thread's hazard
- * block cannot be allocated (out of memory; the first 64 blocks are static). A snapshot must
- * be released by the thread that acquired it. */
+/* Up to VMT__HAZARDS_PER_THREAD snapshots may be held at once by one thread. acquire returns
+ * NULL when the calling thread's hazard block cannot be allocated (out of memory; the first 64
+ * blocks are static) or all its slots are taken (queries nested in the host's stack walker,
+ * which runs while the query that called it holds one): the caller answers -ENOMEM. A snapshot
+ * must be released by the thread that acquired it. */
 #define VMT__HAZARDS_PER_THREAD 4
 const vmt__snapshot_t *vmt__registry_acquire(void);
 void vmt__registry_release(const vmt__snapshot_t *snap);
