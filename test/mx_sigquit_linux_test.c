@@ -3,8 +3,8 @@
  * and starts one internal dump thread that is neither counted nor listed and takes no thread
  * id; a SIGQUIT makes it write a dump to the chosen stream and then runs the handler that was
  * installed before (a JVM's attach mechanism lives there), with its siginfo; SIG_DFL is not
- * chained (the process survives); disabling restores the disposition found at enable and stops
- * the thread. Linux-specific: the dump thread is seen through /proc/self/task, the only place
+ * chained (the process survives); disabling restores the disposition found at enable (but
+ * never over a handler the host installed since) and stops the thread. Linux-specific: the dump thread is seen through /proc/self/task, the only place
  * an internal thread shows up.
  */
 #include <dirent.h>
@@ -229,6 +229,67 @@ static void default_and_ignore_are_not_chained(void **state) {
   signal(SIGQUIT, SIG_DFL);
 }
 
+/* A host that installs its own handler after the dump was enabled (saving ours, to chain to it,
+ * as libjsig-style chaining does) must keep it: disabling restored the disposition found at
+ * enable over it, and the host's handler was gone (with SIG_DFL found at enable, the next
+ * SIGQUIT killed the process). Ours, left under the host's, goes on forwarding to the handler
+ * it found; enabling again turns the dump back on there, without chaining ours to the host's
+ * (which chains to ours: a loop). */
+static volatile sig_atomic_t over_calls;
+static struct sigaction over_saved;   /* what the host's handler replaced: ours */
+static void over_handler(int sig, siginfo_t *info, void *context) {
+  over_calls++;
+  if ((over_saved.sa_flags & SA_SIGINFO) && over_saved.sa_sigaction)
+    over_saved.sa_sigaction(sig, info, context);
+}
+
+static void a_handler_installed_over_the_dump_survives_disable(void **state) {
+  (void)state;
+  signal(SIGQUIT, previous_handler);   /* what the dump finds at enable */
+  FILE *out = open_dump_file();
+  previous_handler_calls = over_calls = 0;
+  assert_int_equal(vmt_mx_enable_sigquit_dump(out), 0);
+  struct sigaction host = {0};
+  host.sa_sigaction = over_handler;
+  host.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&host.sa_mask);
+  assert_int_equal(sigaction(SIGQUIT, &host, &over_saved), 0);
+  assert_int_equal(kill(getpid(), SIGQUIT), 0);
+  assert_true(await_dumps(1));
+  assert_true(await_calls(&over_calls, 1) && await_calls(&previous_handler_calls, 1));
+
+  assert_int_equal(vmt_mx_disable_sigquit_dump(), 0);
+  struct sigaction seen;
+  assert_int_equal(sigaction(SIGQUIT, NULL, &seen), 0);
+  assert_true((seen.sa_flags & SA_SIGINFO) && seen.sa_sigaction == over_handler);
+  assert_int_equal(kill(getpid(), SIGQUIT), 0);   /* the host's, then ours, then the first */
+  assert_true(await_calls(&over_calls, 2) && await_calls(&previous_handler_calls, 2));
+
+  assert_int_equal(vmt_mx_enable_sigquit_dump(out), 0);
+  assert_int_equal(kill(getpid(), SIGQUIT), 0);
+  assert_true(await_dumps(2));
+  assert_true(await_calls(&over_calls, 3) && await_calls(&previous_handler_calls, 3));
+  assert_int_equal(vmt_mx_disable_sigquit_dump(), 0);
+  assert_int_equal(sigaction(SIGQUIT, NULL, &seen), 0);
+  assert_true(seen.sa_sigaction == over_handler);
+  assert_int_equal(over_calls, 3);   /* one call per signal: no loop */
+  assert_int_equal(previous_handler_calls, 3);
+  /* The host puts SIG_DFL back: nothing reaches ours any more, so enabling installs it. */
+  signal(SIGQUIT, SIG_DFL);
+  assert_int_equal(vmt_mx_enable_sigquit_dump(out), 0);
+  assert_int_equal(sigaction(SIGQUIT, NULL, &seen), 0);
+  assert_true(seen.sa_sigaction != over_handler && seen.sa_handler != SIG_DFL);
+  assert_int_equal(kill(getpid(), SIGQUIT), 0);   /* a dump, and the process lives */
+  assert_true(await_dumps(3));
+  assert_int_equal(vmt_mx_disable_sigquit_dump(), 0);
+  assert_int_equal(sigaction(SIGQUIT, NULL, &seen), 0);
+  assert_ptr_equal(seen.sa_handler, SIG_DFL);
+  assert_int_equal(over_calls, 3);
+  fclose(out);
+  unlink(path);
+  signal(SIGQUIT, SIG_DFL);
+}
+
 /* The dump thread is internal: it takes no thread id, so the threads started around it get
  * consecutive ids (it took id 1 before, making an application's first thread #2). */
 static void dump_thread_takes_no_thread_id(void **state) {
@@ -250,6 +311,7 @@ int main(void) {
       cmocka_unit_test(chains_an_sa_siginfo_handler),
       cmocka_unit_test(default_and_ignore_are_not_chained),
       cmocka_unit_test(dump_thread_takes_no_thread_id),
+      cmocka_unit_test(a_handler_installed_over_the_dump_survives_disable),
   };
   return cmocka_run_group_tests_name("mx_sigquit_linux", tests, NULL, NULL);
 }

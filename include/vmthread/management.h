@@ -272,9 +272,12 @@ VMT_EXPORT int vmt_mx_thread_dump_json_to_string(char **out, size_t *len);
  * signal, with the same siginfo; SIG_DFL is replaced, as in a JVM. Enable: -EALREADY if
  * enabled, -errno if the pipe, the thread or sigaction fail (nothing is left behind). Disable
  * restores the disposition found at enable, stops the dump thread and closes the pipe; 0 also
- * when it was not enabled, -errno if sigaction fails to restore the disposition (the thread and
- * the pipe are still gone). A fork child starts with the dump off (the disposition found at
- * enable restored, the parent's pipe closed) and may enable it again. */
+ * when it was not enabled. A handler the host installed over ours after enable is never
+ * replaced: disable leaves it (ours, under it, forwards as before) and enable again only turns
+ * the dump back on. Disable answers -errno if sigaction fails to restore the disposition
+ * (the thread and the pipe are still gone). A fork child starts with the dump off (the
+ * disposition found at enable restored as by disable, the parent's pipe closed) and may
+ * enable it again. */
 VMT_EXPORT int vmt_mx_enable_sigquit_dump(FILE *out);
 VMT_EXPORT int vmt_mx_disable_sigquit_dump(void);
 

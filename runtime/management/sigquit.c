@@ -14,6 +14,13 @@
  * nothing, and SIG_DFL (terminate with a core) is what enabling the dump replaces, as in a JVM.
  * A previous handler with SA_RESETHAND runs once, as it would have.
  *
+ * A host may install its own handler after ours (saving ours, to chain to it). Disabling then
+ * leaves the disposition alone: restoring the one found at enable over the host's handler
+ * removed it (with SIG_DFL found at enable, the next SIGQUIT killed the process). Ours stays
+ * under the host's (sq_in_chain), forwarding to what it found at enable, and a later enable
+ * only turns the dump back on: installing ours again would chain it to the host's handler,
+ * which chains to ours, a loop. The disposition is only ever restored while ours is installed.
+ *
  * DESIGN: disabling must not let a late handler write into a closed (and possibly reused) file
  * descriptor. The handler counts itself in sq_in_handler before it loads the descriptor;
  * disable restores the old disposition, clears the descriptor, then waits for the count to
@@ -57,6 +64,9 @@ static void (*_Atomic sq_chain_handler)(int);
 static _Atomic bool sq_chain_once;
 static sigset_t sq_fork_saved_mask;     /* the forking thread's, while SIGQUIT is blocked */
 static bool sq_fork_masked;
+/* Our handler is still reachable under a host's, installed over it, and still forwards to
+ * sq_chain_*: the dump was disabled without restoring the disposition (the opening comment). */
+static bool sq_in_chain;
 
 static void sq_handler(int sig, siginfo_t *info, void *context) {
   int saved_errno = errno;
@@ -96,6 +106,31 @@ static void set_chain(const struct sigaction *previous) {
 static void clear_chain(void) {
   atomic_store(&sq_chain_action, NULL);
   atomic_store(&sq_chain_handler, NULL);
+}
+
+/* True if SIGQUIT's disposition is a handler, ours or another (not SIG_DFL, SIG_IGN). */
+static bool installed_is_a_function(void) {
+  struct sigaction cur;
+  if (sigaction(SIGQUIT, NULL, &cur) != 0) return true;   /* unknown: do not install over it */
+  if (cur.sa_flags & SA_SIGINFO) return cur.sa_sigaction != NULL;
+  return cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN;
+}
+
+/* Takes our handler out if it is the one installed: the disposition found at enable comes
+ * back and nothing is chained any more. If a host's handler was installed over ours, it stays,
+ * and ours goes on forwarding for it (sq_in_chain). 0 or -errno. Async-signal-safe (the fork
+ * child calls it). */
+static int uninstall(void) {
+  struct sigaction cur;
+  if (sigaction(SIGQUIT, NULL, &cur) != 0) return -errno;
+  if (!(cur.sa_flags & SA_SIGINFO) || cur.sa_sigaction != sq_handler) {
+    sq_in_chain = true;
+    return 0;
+  }
+  sq_in_chain = false;
+  int rc = sigaction(SIGQUIT, &sq_previous, NULL) == 0 ? 0 : -errno;
+  clear_chain();
+  return rc;
 }
 
 static void *sq_main(void *arg) {
@@ -156,9 +191,8 @@ static void sq_fork_parent(void) {
 static void sq_fork_child(void) {
   pthread_mutex_init(&sq_lock, NULL);
   if (sq_enabled) {
-    sigaction(SIGQUIT, &sq_previous, NULL);
+    (void)uninstall();
     atomic_store(&sq_write_fd, -1);
-    clear_chain();
     close_pipe();
     sq_enabled = false;
   }
@@ -173,12 +207,13 @@ VMT__PROCESS_STATE(sigquit,
                    .symbols = "sq_lock sq_enabled sq_read_fd sq_write_fd_owned sq_previous "
                               "sq_thread sq_out sq_write_fd sq_in_handler sq_stop "
                               "sq_chain_action sq_chain_handler sq_chain_once "
-                              "sq_fork_saved_mask sq_fork_masked",
+                              "sq_fork_saved_mask sq_fork_masked sq_in_chain",
                    .rule = VMT__FORK_DROP,
                    .fork = "off in the child: the disposition found at enable is back (with "
-                           "nothing to chain to), the parent's pipe closed, the dump thread and "
-                           "the handlers running in vanished threads forgotten; the child may "
-                           "enable it again",
+                           "nothing to chain to) unless a host's handler was installed over "
+                           "ours, the parent's pipe closed, the dump thread and the handlers "
+                           "running in vanished threads forgotten; the child may enable it "
+                           "again",
                    .rank = VMT__RANK_MANAGEMENT, .prepare = sq_fork_prepare,
                    .parent = sq_fork_parent, .child = sq_fork_child);
 
@@ -209,6 +244,16 @@ int vmt_mx_enable_sigquit_dump(FILE *out) {
     close_pipe();
     goto out;
   }
+  if (sq_in_chain && installed_is_a_function()) {
+    /* Ours is still under the host's (or installed again) and forwards as before: only the
+     * dump is back (installing it again would chain it to the host's handler, which chains to
+     * ours). Once the host has put SIG_DFL or SIG_IGN back, nothing reaches ours: install it. */
+    atomic_store(&sq_write_fd, sq_write_fd_owned);
+    sq_enabled = true;
+    goto out;
+  }
+  sq_in_chain = false;
+  clear_chain();
   /* The handler must know what to chain to before it can run: read the disposition, then
    * install ours and look at what it replaced, in case the host changed it in between. */
   struct sigaction seen;
@@ -252,9 +297,8 @@ int vmt_mx_disable_sigquit_dump(void) {
     vmt__mx_cancel_restore(cancel);
     return 0;
   }
-  int rc = sigaction(SIGQUIT, &sq_previous, NULL) == 0 ? 0 : -errno;
+  int rc = uninstall();
   atomic_store(&sq_write_fd, -1);
-  clear_chain();
   while (atomic_load(&sq_in_handler) != 0) sched_yield();
   stop_thread();
   close_pipe();
