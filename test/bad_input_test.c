@@ -53,6 +53,7 @@ static const char *errname(long rc) {
     case -EAGAIN: return "-EAGAIN";
     case -ESRCH: return "-ESRCH";
     case -ERANGE: return "-ERANGE";
+    case -EIO: return "-EIO";
     default: return NULL;
   }
 }
@@ -434,13 +435,76 @@ static void monitor_functions(void **state) {
   rc_is("vmt_monitor_get_stats", "destroyed", -EINVAL, vmt_monitor_get_stats(m, &st));
   rc_is("vmt_sync_destroy", "destroyed (double destroy)", -EINVAL, vmt_sync_destroy(s));
   rc_is("vmt_sync_lock", "destroyed", -EINVAL, vmt_sync_lock(s));
+  rc_is("vmt_monitor_try_enter", "destroyed", -EINVAL, vmt_monitor_try_enter(m));
+  rc_is("vmt_monitor_notify", "destroyed", -EINVAL, vmt_monitor_notify(m));
+  rc_is("vmt_monitor_notify_all", "destroyed", -EINVAL, vmt_monitor_notify_all(m));
+  rc_is("vmt_monitor_describe", "destroyed", -EINVAL, vmt_monitor_describe(m, buf, sizeof(buf)));
+  rc_is("vmt_sync_try_lock", "destroyed", -EINVAL, vmt_sync_try_lock(s));
+  rc_is("vmt_sync_timed_lock", "destroyed", -EINVAL, vmt_sync_timed_lock(s, 1));
+  rc_is("vmt_sync_unlock", "destroyed", -EINVAL, vmt_sync_unlock(s));
+  rc_is("vmt_sync_describe", "destroyed", -EINVAL, vmt_sync_describe(s, buf, sizeof(buf)));
+
+  /* Timeouts at the ends of int64. */
+  vmt_sync_t *s2;
+  assert_int_equal(vmt_sync_create(&s2, "limits"), 0);
+  rc_is("vmt_sync_timed_lock", "INT64_MAX, free", 0, vmt_sync_timed_lock(s2, INT64_MAX));
+  rc_is("vmt_sync_timed_lock", "INT64_MIN, already locked by the caller", -EDEADLK,
+        vmt_sync_timed_lock(s2, INT64_MIN));
+  assert_int_equal(vmt_sync_unlock(s2), 0);
+  assert_int_equal(vmt_sync_destroy(s2), 0);
+  vmt_monitor_t *m2;
+  assert_int_equal(vmt_monitor_create(&m2, "limits"), 0);
+  assert_int_equal(vmt_monitor_enter(m2), 0);
+  rc_is("vmt_monitor_wait", "1 ns, nobody notifies", -ETIMEDOUT, vmt_monitor_wait(m2, 1));
+  assert_int_equal(vmt_monitor_exit(m2), 0);
+  assert_int_equal(vmt_monitor_destroy(m2), 0);
+  char name255[VMT_MONITOR_NAME_MAX + 1];
+  memset(name255, 0xff, VMT_MONITOR_NAME_MAX);   /* not UTF-8: monitor names are bytes */
+  name255[VMT_MONITOR_NAME_MAX] = '\0';
+  rc_is("vmt_monitor_create", "name of 255 bytes 0xFF (the limit)", 0,
+        vmt_monitor_create(&m2, name255));
+  int need255 = vmt_monitor_describe(m2, NULL, 0);
+  add_row("vmt_monitor_describe", "255-byte name, buf NULL, len 0", "bytes needed",
+          need255 > VMT_MONITOR_NAME_MAX + 1 ? "bytes needed" : "wrong length");
+  assert_int_equal(vmt_monitor_destroy(m2), 0);
 
   rc_is("vmt_sleep_ns", "-1", -EINVAL, vmt_sleep_ns(-1));
   rc_is("vmt_sleep_ns", "INT64_MIN", -EINVAL, vmt_sleep_ns(INT64_MIN));
   rc_is("vmt_sleep_ns", "0 (returns at once)", 0, vmt_sleep_ns(0));
   rc_is("vmt_unpark", "NULL", -EINVAL, vmt_unpark(NULL));
   rc_is("vmt_park", "not a runtime thread (main)", -EPERM, vmt_park(1));
+  vmt_thread_t *me;
+  assert_int_equal(vmt_thread_attach(NULL, &me), 0);
+  assert_int_equal(vmt_unpark(me), 0);
+  rc_is("vmt_park", "INT64_MAX, permit available", 0, vmt_park(INT64_MAX));
+  assert_int_equal(vmt_unpark(me), 0);
+  rc_is("vmt_park", "INT64_MIN (no timeout), permit available", 0, vmt_park(INT64_MIN));
+  assert_int_equal(vmt_thread_detach(), 0);
 }
+
+/* ---- frame_holds_monitor, inside and outside a walker ------------------------------------- */
+static vmt_monitor_t *walk_live, *walk_dead;
+static vmt_sync_t *walk_sync;
+static int walk_rc[8];
+static int walk_calls;
+
+static int reporting_walker(vmt_thread_t *t, vmt_stack_frame_t *frames, int32_t max, void *ctx) {
+  (void)t, (void)ctx;
+  if (walk_calls++ == 0) {
+    walk_rc[0] = vmt_mx_frame_holds_monitor(-1, walk_live);
+    walk_rc[1] = vmt_mx_frame_holds_monitor(max, walk_live);
+    walk_rc[2] = vmt_mx_frame_holds_monitor(INT32_MAX, walk_live);
+    walk_rc[3] = vmt_mx_frame_holds_monitor(INT32_MIN, walk_live);
+    walk_rc[4] = vmt_mx_frame_holds_monitor(0, NULL);
+    walk_rc[5] = vmt_mx_frame_holds_monitor(0, walk_dead);
+    walk_rc[6] = vmt_mx_frame_holds_monitor(0, (const vmt_monitor_t *)walk_sync);
+    walk_rc[7] = vmt_mx_frame_holds_monitor(max - 1, walk_live);
+  }
+  if (max < 1) return 0;
+  frames[0] = (vmt_stack_frame_t){.function = "walked", .file = NULL, .line = -1, .pc = 0};
+  return 1;
+}
+
 
 /* ---- management --------------------------------------------------------------------------- */
 static void management_functions(void **state) {
@@ -595,6 +659,64 @@ static void management_functions(void **state) {
   size_t len;
   rc_is("vmt_mx_thread_dump_to_string", "out NULL", -EINVAL, vmt_mx_thread_dump_to_string(NULL, &len));
   rc_is("vmt_mx_thread_dump_to_string", "len NULL", -EINVAL, vmt_mx_thread_dump_to_string(&text, NULL));
+  rc_is("vmt_mx_print_thread_dump_json", "NULL", -EINVAL, vmt_mx_print_thread_dump_json(NULL));
+  rc_is("vmt_mx_thread_dump_json_to_string", "out NULL", -EINVAL,
+        vmt_mx_thread_dump_json_to_string(NULL, &len));
+  rc_is("vmt_mx_thread_dump_json_to_string", "len NULL", -EINVAL,
+        vmt_mx_thread_dump_json_to_string(&text, NULL));
+  /* A stream that cannot be written: opened for reading only, and a full 8-byte buffer. */
+  FILE *ro = fopen("/dev/null", "r");
+  assert_non_null(ro);
+  rc_is("vmt_mx_print_thread_dump", "stream opened for reading", -EIO, vmt_mx_print_thread_dump(ro));
+  clearerr(ro);
+  rc_is("vmt_mx_print_thread_dump_json", "stream opened for reading", -EIO,
+        vmt_mx_print_thread_dump_json(ro));
+  fclose(ro);
+  char small[8];
+  FILE *tiny = fmemopen(small, sizeof(small), "w");
+  assert_non_null(tiny);
+  setvbuf(tiny, NULL, _IONBF, 0);
+  rc_is("vmt_mx_print_thread_dump_json", "8-byte buffer", -EIO, vmt_mx_print_thread_dump_json(tiny));
+  fclose(tiny);
+  tiny = fmemopen(small, sizeof(small), "w");
+  assert_non_null(tiny);
+  setvbuf(tiny, NULL, _IONBF, 0);
+  rc_is("vmt_mx_print_thread_dump", "8-byte buffer", -EIO, vmt_mx_print_thread_dump(tiny));
+  fclose(tiny);
+
+  char other[4] = "xyz";
+  rc_is("vmt_mx_get_other_runtime_count", "path NULL, len 1", -EINVAL,
+        vmt_mx_get_other_runtime_count(NULL, 1));
+  rc_is("vmt_mx_get_other_runtime_count", "path NULL, len 0 (one copy)", 0,
+        vmt_mx_get_other_runtime_count(NULL, 0));
+  vmt_mx_get_other_runtime_count(other, 1);
+  add_row("vmt_mx_get_other_runtime_count", "len 1", "\"\" (NUL-terminated)",
+          other[0] == '\0' ? "\"\" (NUL-terminated)" : "unterminated");
+
+  rc_is("vmt_mx_frame_holds_monitor", "outside a walker", -EPERM,
+        vmt_mx_frame_holds_monitor(0, NULL));
+  assert_int_equal(vmt_monitor_create(&walk_live, "walked"), 0);
+  assert_int_equal(vmt_monitor_create(&walk_dead, "gone"), 0);
+  assert_int_equal(vmt_monitor_destroy(walk_dead), 0);
+  assert_int_equal(vmt_sync_create(&walk_sync, "walked"), 0);
+  vmt_thread_t *walked;
+  assert_int_equal(vmt_thread_attach(NULL, &walked), 0);
+  vmt_mx_set_stack_walker(reporting_walker, NULL);
+  vmt_thread_info_t *wi = NULL;
+  assert_int_equal(vmt_mx_get_thread_info(vmt_thread_id(walked), 4, &wi), 0);
+  vmt_mx_thread_info_free(wi);
+  vmt_mx_set_stack_walker(NULL, NULL);
+  assert_int_equal(vmt_thread_detach(), 0);
+  rc_is("vmt_mx_frame_holds_monitor", "frame -1", -EINVAL, walk_rc[0]);
+  rc_is("vmt_mx_frame_holds_monitor", "frame == max", -EINVAL, walk_rc[1]);
+  rc_is("vmt_mx_frame_holds_monitor", "frame INT32_MAX", -EINVAL, walk_rc[2]);
+  rc_is("vmt_mx_frame_holds_monitor", "frame INT32_MIN", -EINVAL, walk_rc[3]);
+  rc_is("vmt_mx_frame_holds_monitor", "monitor NULL", -EINVAL, walk_rc[4]);
+  rc_is("vmt_mx_frame_holds_monitor", "destroyed monitor", -EINVAL, walk_rc[5]);
+  rc_is("vmt_mx_frame_holds_monitor", "a synchronizer passed as a monitor", -EINVAL, walk_rc[6]);
+  rc_is("vmt_mx_frame_holds_monitor", "frame max - 1, live monitor", 0, walk_rc[7]);
+  assert_int_equal(vmt_monitor_destroy(walk_live), 0);
+  assert_int_equal(vmt_sync_destroy(walk_sync), 0);
 
   /* Switches and the calls without input. */
   vmt_thread_t *t = running_thread();
