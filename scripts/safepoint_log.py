@@ -94,9 +94,11 @@ def derive_rows(rows, run_dir):
         name, op = src.get("xlog"), src.get("xlog_op")
         first, count = src.get("xlog_first"), src.get("xlog_count")
         where = "%s/%s" % (src["bench"], src["variant"])
+        # A file name in the run directory (a NUL made open() raise ValueError, not OSError),
+        # and integers that are no booleans (JSON true would have read as 1).
         if (not isinstance(name, str) or os.path.basename(name) != name or name in ("", ".", "..")
-                or not isinstance(op, str) or not isinstance(first, int)
-                or not isinstance(count, int) or first < 0 or count <= 0):
+                or "\0" in name or not isinstance(op, str) or type(first) is not int
+                or type(count) is not int or first < 0 or count <= 0):
             problems.append("%s: bad safepoint log keys %r" % (
                 where, {k: src.get(k) for k in LOG_KEYS}))
             continue

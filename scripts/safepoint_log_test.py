@@ -132,7 +132,10 @@ class DeriveRows(unittest.TestCase):
 
     def test_bad_keys_are_a_problem(self):
         for bad in ({"xlog": "../sp.log"}, {"xlog": "/tmp/sp.log"}, {"xlog_first": -1},
-                    {"xlog_count": 0}, {"xlog_count": "2"}, {"xlog_op": None}):
+                    {"xlog_count": 0}, {"xlog_count": "2"}, {"xlog_op": None},
+                    # Found by safepoint_log_fuzz_test: a NUL raised ValueError from open(),
+                    # and JSON true was read as 1.
+                    {"xlog": "sp\x00.log"}, {"xlog_first": True}, {"xlog_count": True}):
             rows, problems = self.derive(JDK17, [source_row(**bad)])
             self.assertEqual(rows, [], bad)
             self.assertEqual(len(problems), 1, bad)
