@@ -10,7 +10,8 @@
  * relative timeout after each signal would never end under a signal every 200 us, so each
  * must return within a generous 10 s (a liveness bound, not a timing assertion). The test also
  * checks that the signals did land during each wait (a wait that got none is run again, up
- * to 5 times: a loaded machine starves the signaller now and then). Public API only.
+ * to 5 times: a loaded machine starves the signaller now and then). Then a handler makes every
+ * call docs/embedding.md names async-signal-safe, on every signal. Public API only.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -48,12 +49,14 @@ static pthread_mutex_t target_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool target_set;
 static pthread_t target;
 static _Atomic int64_t signals_sent;
+static _Atomic int signal_number = SIGUSR1;   /* what the signaller sends */
 
 static void *signaller(void *arg) {
   (void)arg;
   while (!atomic_load(&stop_signaller)) {
     pthread_mutex_lock(&target_lock);
-    if (target_set && pthread_kill(target, SIGUSR1) == 0) atomic_fetch_add(&signals_sent, 1);
+    if (target_set && pthread_kill(target, atomic_load(&signal_number)) == 0)
+      atomic_fetch_add(&signals_sent, 1);
     pthread_mutex_unlock(&target_lock);
     usleep(200);
   }
@@ -271,9 +274,128 @@ static void every_wait_survives_eintr(void **state) {
   rel_figure("signals", "signals_handled", atomic_load(&signals_seen));
 }
 
+/* ---- the async-signal-safe calls, from a handler ------------------------------------------ *
+ * docs/embedding.md lists the calls a signal handler may make (a VM's profiling or safepoint
+ * signal): current, the accessors, both CPU-time calls, nanotime and unpark. A handler makes
+ * every one of them, on every signal, while the thread it interrupts is itself inside those
+ * calls, parks and is unparked: each answer must be right (the thread's own id, name and
+ * category, times >= 0, the consistent user time never decreasing in the handler's calls nor
+ * in the interrupted code's, and a handler's answer never below one the interrupted code had
+ * before the handler ran: calls that overlap, a handler inside a call, promise no order), and
+ * nothing may hang. */
+#define AS_SAFE_LOOPS 20000
+static vmt_thread_t *as_self, *as_peer;
+static int64_t as_self_id;
+static volatile sig_atomic_t as_handled, as_wrong;
+/* The consistent user time last handed to the interrupted code, and to the handler. */
+static _Atomic int64_t as_last_main, as_last_handler;
+
+static volatile sig_atomic_t as_first_wrong;   /* which check, for the message */
+static _Atomic int64_t as_wrong_values[2];
+static void wrong(int which, int64_t a, int64_t b) {
+  if (as_wrong++ == 0) {
+    as_first_wrong = which;
+    atomic_store(&as_wrong_values[0], a);
+    atomic_store(&as_wrong_values[1], b);
+  }
+}
+
+static void note_user_time(_Atomic int64_t *last, int64_t v) {
+  int64_t before = atomic_load(last);
+  if (v < before) wrong(1, v, before);
+  atomic_store(last, v);
+}
+
+static void on_sigusr2(int sig) {
+  (void)sig;
+  int saved = errno;
+  vmt_thread_t *me = vmt_thread_current();
+  bool ok = me == as_self && vmt_thread_id(me) == as_self_id &&
+            strcmp(vmt_thread_name(me), "as-safe") == 0 &&
+            strcmp(vmt_thread_os_name(me), "as-safe") == 0 &&
+            strcmp(vmt_thread_category(me), "app") == 0 && !vmt_thread_is_daemon(me) &&
+            vmt_thread_priority(me) == VMT_THREAD_NORM_PRIORITY &&
+            vmt_thread_state(me) != VMT_THREAD_TERMINATED && vmt_thread_state(me) >= 0;
+  for (int k = VMT_CPU_TOTAL; k <= VMT_CPU_USER_FAST; k++)
+    ok = ok && vmt_current_thread_cpu_time((vmt_cpu_kind_t)k) >= 0 &&
+         vmt_thread_cpu_time(me, (vmt_cpu_kind_t)k) >= 0 &&
+         vmt_thread_cpu_time(as_peer, (vmt_cpu_kind_t)k) >= 0;
+  int64_t main_before = atomic_load(&as_last_main);
+  int64_t user = vmt_current_thread_cpu_time(VMT_CPU_USER);
+  if (user < main_before) wrong(4, user, main_before);
+  note_user_time(&as_last_handler, user);
+  ok = ok && vmt_nanotime() > 0 && vmt_unpark(as_peer) == 0 && vmt_unpark(me) == 0;
+  if (!ok) wrong(2, 0, 0);
+  as_handled++;
+  errno = saved;
+}
+
+static void *as_peer_body(void *arg) {
+  _Atomic bool *stop = arg;
+  while (!atomic_load(stop)) vmt_park(1000 * 1000);
+  return NULL;
+}
+
+static void *as_safe_body(void *arg) {
+  (void)arg;
+  as_self = vmt_thread_current();
+  as_self_id = vmt_thread_id(as_self);
+  set_target(true);
+  for (int i = 0; i < AS_SAFE_LOOPS; i++) {
+    note_user_time(&as_last_main, vmt_current_thread_cpu_time(VMT_CPU_USER));
+    note_user_time(&as_last_main, vmt_thread_cpu_time(as_self, VMT_CPU_USER));
+    if (vmt_current_thread_cpu_time(VMT_CPU_TOTAL) < 0 ||
+        vmt_thread_cpu_time(as_peer, VMT_CPU_USER) < 0)
+      wrong(3, 0, 0);
+    if (i % 64 == 0) vmt_park(100 * 1000);   /* the handler's unpark may end it early */
+  }
+  set_target(false);
+  return NULL;
+}
+
+static void async_signal_safe_calls_in_a_handler(void **state) {
+  (void)state;
+  struct sigaction sa, old;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = on_sigusr2;
+  sigemptyset(&sa.sa_mask);
+  assert_int_equal(sigaction(SIGUSR2, &sa, &old), 0);
+  _Atomic bool stop_peer = false;
+  assert_int_equal(vmt_thread_start(&as_peer, as_peer_body, &stop_peer), 0);
+  for (int attempt = 1;; attempt++) {
+    as_handled = as_wrong = as_first_wrong = 0;
+    atomic_store(&as_last_main, 0);
+    atomic_store(&as_last_handler, 0);
+    atomic_store(&stop_signaller, false);
+    vmt_thread_options_t o = {.flags = VMT_THREAD_OPT_NAME, .name = "as-safe"};
+    vmt_thread_t *t;
+    assert_int_equal(vmt_thread_start_ex(&t, &o, as_safe_body, NULL), 0);
+    pthread_t sig;
+    atomic_store(&signal_number, SIGUSR2);
+    assert_int_equal(pthread_create(&sig, NULL, signaller, NULL), 0);
+    assert_int_equal(vmt_thread_join(t, NULL), 0);
+    atomic_store(&stop_signaller, true);
+    pthread_join(sig, NULL);
+    atomic_store(&signal_number, SIGUSR1);
+    assert_int_equal(vmt_thread_release(t), 0);
+    printf("async-signal-safe calls: %d handlers ran, wrong answers: %d (first: check %d, "
+           "%lld, %lld)\n", (int)as_handled, (int)as_wrong, (int)as_first_wrong,
+           (long long)atomic_load(&as_wrong_values[0]), (long long)atomic_load(&as_wrong_values[1]));
+    assert_int_equal(as_wrong, 0);
+    if (as_handled >= 10) break;
+    if (attempt == MAX_ATTEMPTS) fail_msg("only %d signals landed", (int)as_handled);
+  }
+  atomic_store(&stop_peer, true);
+  vmt_unpark(as_peer);
+  assert_int_equal(vmt_thread_join(as_peer, NULL), 0);
+  assert_int_equal(vmt_thread_release(as_peer), 0);
+  sigaction(SIGUSR2, &old, NULL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(every_wait_survives_eintr),
+      cmocka_unit_test(async_signal_safe_calls_in_a_handler),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
