@@ -88,6 +88,10 @@ int vmt_os__thread_clocks_read(const vmt_os_thread_t *ot, const int *types, int6
 extern _Atomic unsigned vmt_os__proc_fallback;
 /* Test seam: forces the fallback mask (after init); returns the previous one. */
 unsigned vmt_os__set_proc_fallback(unsigned mask);
+/* Tests: threads armed from now on use the end hook's fallback (__cxa_thread_atexit_impl), as
+ * if the host had taken every thread-specific-data key before the library was loaded
+ * (thread_end.c). Returns the previous setting. */
+bool vmt_os__thread_end_force_fallback(bool on);
 /* A clock of `type` read through /proc for tid: VIRT = utime, PROF and SCHED = utime + stime
  * (the kernel scales both to the precise runtime). 0 or -errno (-ESRCH: no such thread). */
 int vmt_os__proc_clock_read(pid_t tid, int type, int64_t *ns);

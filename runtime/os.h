@@ -61,10 +61,11 @@ pid_t vmt_os_current_tid(void);
  * again while the C library still runs destructors. fn is process-wide: the first call's is
  * kept. The main thread's fn runs only if it ends through pthread_exit (and, where the fallback
  * below is in use, at exit()). Not async-signal-safe.
- * Linux: a thread-specific-data key, created once; if the host has taken all of glibc's 1024
- * keys, glibc's __cxa_thread_atexit_impl (what C++ thread_local destructors use), which has no
- * limit. 0, -ENOMEM (pthread_setspecific could not grow its table), -EAGAIN (no key left and no
- * fallback in this C library). */
+ * Linux: a thread-specific-data key, created when the library is loaded; if the host had taken
+ * all of glibc's 1024 keys before that, glibc's __cxa_thread_atexit_impl (what C++
+ * thread_local destructors use), which has no limit but runs nothing armed once the key
+ * destructors have begun. 0, -ENOMEM (pthread_setspecific could not grow its table), -EAGAIN
+ * (no key left and no fallback in this C library). */
 int vmt_os_thread_end_arm(void (*fn)(void));
 
 /* ---- CPU clocks ------------------------------------------------------------------------ */

@@ -168,8 +168,10 @@ static int exhaust(const char *how, size_t stack_size) {
 
 /* ---- Out of pthread keys ---------------------------------------------------------------- *
  * A host may have used all of glibc's 1024 thread-specific-data keys before the runtime's
- * first call. Nothing may abort: every call works (glibc: the runtime needs no key), or, on a
- * C library without another per-thread exit hook, answers -EAGAIN. */
+ * first call (the runtime's own key is made when the library is loaded; one loaded after the
+ * host took every key uses glibc's __cxa_thread_atexit_impl instead, which
+ * os_thread_linux_internal_test forces through a seam). Nothing may abort: every call works,
+ * or, on a C library without another per-thread exit hook, answers -EAGAIN. */
 
 #ifdef __GLIBC__
 #define KEYS_OK(rc) ((rc) == 0)
@@ -243,8 +245,46 @@ static int keys_exhausted(void) {
   return ROLE_OK;
 }
 
+/* The host's own thread-specific data, whose destructor attaches its thread (to report its
+ * end through the VM, say) and then returns attached: the runtime's end hook, armed there,
+ * must still run in a later destructor round. With every key taken before the runtime's first
+ * call, the hook fell back to __cxa_thread_atexit_impl, whose destructors glibc runs before
+ * any key's and never again: such a thread stayed counted and listed after its end (live
+ * count 1 instead of 0, and its record read a recycled tid as its own). */
+static pthread_key_t host_key;
+static void host_destructor(void *value) {
+  (void)value;
+  vmt_thread_t *self;
+  if (vmt_thread_attach(NULL, &self) != 0) abort();
+}
+
+static void *set_host_key(void *arg) {
+  (void)arg;
+  pthread_setspecific(host_key, (void *)1);
+  return NULL;
+}
+
+static int keys_taken_by_a_host_destructor(void) {
+  CHECK(60, pthread_key_create(&host_key, host_destructor) == 0);
+  pthread_key_t key;
+  while (pthread_key_create(&key, NULL) == 0) {
+  }
+  int32_t live0 = vmt_mx_get_thread_count();
+  for (int i = 0; i < 4; i++) {
+    pthread_t p;
+    CHECK(61, pthread_create(&p, NULL, set_host_key, NULL) == 0 && pthread_join(p, NULL) == 0);
+    CHECK(62, vmt_mx_get_thread_count() == live0);
+  }
+  int64_t *ids = NULL;
+  size_t count = 0;
+  CHECK(63, vmt_mx_get_all_thread_ids(&ids, &count) == 0 && count == (size_t)live0);
+  vmt_mx_ids_free(ids);
+  return ROLE_OK;
+}
+
 static int role_main(const char *role) {
   if (strcmp(role, "keys") == 0) return keys_exhausted();
+  if (strcmp(role, "keys_destructor") == 0) return keys_taken_by_a_host_destructor();
   if (strcmp(role, "pid_max") == 0) {
     if (rel_write_sysctl("/proc/sys/kernel/pid_max", 400) != 0) return ROLE_SETUP_FAILED;
     return exhaust("pid_max_400_in_a_pid_namespace", 64 * 1024);
@@ -362,6 +402,11 @@ static void pthread_keys_exhausted(void **state) {
   assert_int_equal(run_role("keys", false), ROLE_OK);
 }
 
+static void pthread_keys_exhausted_with_a_host_destructor(void **state) {
+  (void)state;
+  assert_int_equal(run_role("keys_destructor", false), ROLE_OK);
+}
+
 int main(int argc, char **argv) {
   (void)argc;
   self_argv = argv;
@@ -372,6 +417,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(nproc_limit),
       cmocka_unit_test(address_space_limit),
       cmocka_unit_test(pthread_keys_exhausted),
+      cmocka_unit_test(pthread_keys_exhausted_with_a_host_destructor),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

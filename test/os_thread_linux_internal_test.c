@@ -6,6 +6,10 @@
  * Wherever a read must fail, the caller has burned CPU first: an implementation that fell back
  * to the caller's clock (what glibc and musl do for an exited thread) would return a large
  * positive number instead of -1.
+ *
+ * Last, the end hook's fallback (__cxa_thread_atexit_impl, for a library loaded after the host
+ * took every thread-specific-data key), forced through its test seam: a thread that ends
+ * holding a monitor, or attached, must still be torn down.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -25,6 +29,7 @@
 #include "runtime/fault.h"
 #include "runtime/os.h"
 #include "test/cpu_burn.h"
+#include "vmthread.h"
 
 /* A raw pthread that reports its tid, optionally marks itself exiting, then parks until
  * released. */
@@ -506,8 +511,49 @@ static void proc_fallback_keeps_the_contract(void **state) {
   child_finish(&exiting);
 }
 
+#if defined(__GLIBC__)
+static void *enter_and_end(void *arg) {
+  return (void *)(intptr_t)vmt_monitor_enter(arg);   /* still inside: its end releases it */
+}
+
+static void *attach_and_end(void *arg) {
+  (void)arg;
+  vmt_thread_t *self;
+  return (void *)(intptr_t)vmt_thread_attach(NULL, &self);   /* its end detaches it */
+}
+#endif
+
+static void the_end_hook_fallback_tears_threads_down(void **state) {
+  (void)state;
+#if !defined(__GLIBC__)
+  print_message("skipped: the fallback is glibc's __cxa_thread_atexit_impl\n");
+  skip();
+#else
+  bool old = vmt_os__thread_end_force_fallback(true);
+  vmt_monitor_t *m;
+  assert_int_equal(vmt_monitor_create(&m, "fallback"), 0);
+  int32_t live0 = vmt_mx_get_thread_count();
+  for (int i = 0; i < 8; i++) {
+    pthread_t p;
+    void *rc = (void *)1;
+    assert_int_equal(pthread_create(&p, NULL, enter_and_end, m), 0);
+    assert_int_equal(pthread_join(p, &rc), 0);
+    assert_null(rc);
+    assert_int_equal(vmt_monitor_try_enter(m), 0);   /* released at its end */
+    assert_int_equal(vmt_monitor_exit(m), 0);
+    assert_int_equal(pthread_create(&p, NULL, attach_and_end, NULL), 0);
+    assert_int_equal(pthread_join(p, &rc), 0);
+    assert_null(rc);
+    assert_int_equal(vmt_mx_get_thread_count(), live0);   /* detached at its end */
+  }
+  assert_int_equal(vmt_monitor_destroy(m), 0);
+  vmt_os__thread_end_force_fallback(old);
+#endif
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test_teardown(the_end_hook_fallback_tears_threads_down, teardown),
       cmocka_unit_test_teardown(bind_publishes_the_kernel_tid_before_the_child_runs, teardown),
       cmocka_unit_test_teardown(binding_twice_keeps_the_first_publication, teardown),
       cmocka_unit_test_teardown(bind_self_matches_gettid, teardown),
