@@ -27,6 +27,7 @@
 
 #include "runtime/registry/registry_impl.h"
 #include "runtime/sync/sync.h"
+#include "runtime/sync/sync_impl.h"
 #include "test/monitor_util.h"
 
 static int detach_main(void **state) {
@@ -933,8 +934,46 @@ static void create_reports_enomem_when_the_pool_must_grow(void **state) {
   assert_int_equal(vmt_monitor_destroy(m), 0);
 }
 
+/* A destroy that overtakes an enter between the enter's check of the handle and its take of
+ * the lock word (a VM deflating a monitor while a thread is about to enter it), replayed step
+ * by step: the check passes, the destroy completes, then the enter goes on as
+ * vmt_monitor_enter and vmt_sync_lock do. It must take nothing and answer -EINVAL. Before
+ * destroy took the word itself, the enter's compare-and-swap took the freed slot (this test
+ * failed at that step) and the caller owned a slot in the pool, which the next create handed
+ * to another caller. test/monitor_test.c races the real calls. */
+static void an_enter_overtaken_by_a_destroy_takes_nothing(void **state) {
+  (void)state;
+  vmt_thread_t *self = vmt__self;
+  assert_non_null(self);
+  for (int kind = 0; kind < 2; kind++) {
+    uint32_t magic = kind ? VMT__LOCK_MAGIC_SYNC : VMT__LOCK_MAGIC_MONITOR;
+    void *o;
+    if (kind) assert_int_equal(vmt_sync_create((vmt_sync_t **)&o, "overtaken"), 0);
+    else assert_int_equal(vmt_monitor_create((vmt_monitor_t **)&o, "overtaken"), 0);
+    struct vmt__lock *l = vmt__lock_checked(o, magic);   /* the enter's check */
+    assert_non_null(l);
+    assert_int_equal(kind ? vmt_sync_destroy(o) : vmt_monitor_destroy(o), 0);
+    assert_false(vmt__lock_try_acquire(l));               /* the enter's fast path */
+    assert_int_equal(vmt__lock_enter_contended(l, self, kind ? VMT__EP_SYNC : VMT__EP_ENTER,
+                                               VMT_OS_NO_DEADLINE, true),
+                     -EINVAL);                             /* its slow path */
+    assert_true(atomic_load(&self->sync.held_head) != l);
+    assert_int_equal(vmt_thread_state(self), VMT_THREAD_RUNNABLE);
+    assert_null(atomic_load(&self->sync.blocked_on));
+    assert_null(atomic_load(&self->sync.parked_on));
+    assert_int_equal(atomic_load(&l->entry_waiters), 0);
+    /* The slot is fine for its next object. */
+    if (kind) assert_int_equal(vmt_sync_create((vmt_sync_t **)&o, "next"), 0);
+    else assert_int_equal(vmt_monitor_create((vmt_monitor_t **)&o, "next"), 0);
+    assert_int_equal(kind ? vmt_sync_lock(o) : vmt_monitor_enter(o), 0);
+    assert_int_equal(kind ? vmt_sync_unlock(o) : vmt_monitor_exit(o), 0);
+    assert_int_equal(kind ? vmt_sync_destroy(o) : vmt_monitor_destroy(o), 0);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test_teardown(an_enter_overtaken_by_a_destroy_takes_nothing, reset_after),
       cmocka_unit_test_teardown(thread_walks_through_every_state, reset_after),
       cmocka_unit_test_teardown(blocked_count_grows_by_each_contended_enter, reset_after),
       cmocka_unit_test_teardown(waited_count_and_time_after_wait_300ms, reset_after),

@@ -44,7 +44,9 @@ typedef struct vmt_sync vmt_sync_t;
 VMT_EXPORT int vmt_monitor_create(vmt_monitor_t **out, const char *name);
 /* Destroys an unowned monitor with no waiters; -EBUSY otherwise, -EINVAL on NULL or a
  * destroyed monitor. Slots are recycled: use after destroy is -EINVAL until the slot is reused,
- * never a crash. */
+ * never a crash. A destroy racing an enter of the same monitor (a VM deflating an idle one) is
+ * all-or-nothing: the enter wins (destroy -EBUSY) or answers -EINVAL; likewise for
+ * synchronizers. */
 VMT_EXPORT int vmt_monitor_destroy(vmt_monitor_t *m);
 
 /* Reentrant enter. -EINVAL on NULL, -EAGAIN past 2^32-1 nested enters, -EOWNERDEAD (entered;

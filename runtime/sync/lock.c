@@ -66,7 +66,13 @@ static void pool_fork_parent(void) { pthread_mutex_unlock(&pool_lock); }
  * released by a vanished thread outside its critical section, and is free. Only slots that need
  * it are written: a child does not copy every page of the pool. */
 static void slot_fork_child(struct vmt__lock *l, uintptr_t self) {
-  if (atomic_load_explicit(&l->magic, memory_order_relaxed) == 0) return;
+  if (atomic_load_explicit(&l->magic, memory_order_relaxed) == 0) {
+    /* A free slot keeps its count across reuse (vmt__lock_create): a vanished thread may have
+     * been backing out of an enter of it (vmt__lock_destroy). */
+    if (atomic_load_explicit(&l->entry_waiters, memory_order_relaxed) != 0)
+      atomic_store_explicit(&l->entry_waiters, 0, memory_order_relaxed);
+    return;
+  }
   uintptr_t owner = atomic_load_explicit(&l->owner, memory_order_relaxed);
   if (atomic_load_explicit(&l->state, memory_order_relaxed) != VMT__LOCK_FREE) {
     if (owner == 0) {
@@ -171,7 +177,8 @@ int vmt__lock_create(struct vmt__lock **out, uint32_t magic, const char *name,
   atomic_store_explicit(&l->contended_enters, 0, memory_order_relaxed);
   atomic_store_explicit(&l->spin_budget, VMT__SPIN_LIMIT, memory_order_relaxed);
   atomic_store_explicit(&l->waits, 0, memory_order_relaxed);
-  atomic_store_explicit(&l->entry_waiters, 0, memory_order_relaxed);
+  /* entry_waiters is not reset: it was 0 when the slot was destroyed, and an enter that raced
+   * that destroy may still be giving its count back (vmt__lock_destroy). */
   atomic_store_explicit(&l->wait_waiters, 0, memory_order_relaxed);
   atomic_store_explicit(&l->held_next, NULL, memory_order_relaxed);
   atomic_store_explicit(&l->owner, 0, memory_order_relaxed);
@@ -181,18 +188,38 @@ int vmt__lock_create(struct vmt__lock **out, uint32_t magic, const char *name,
   return 0;
 }
 
+/* A destroy may race enters of the same lock (a VM deflating a monitor it found idle), and is
+ * all-or-nothing: it takes the lock word first, so that no enter can acquire the slot any
+ * more, then checks that nobody waits. An enter that counted itself in entry_waiters after
+ * that check, or is about to sleep on the word, finds the magic gone and backs out with
+ * -EINVAL (vmt__lock_acquire_contended); the ones asleep are woken for it. The word stays
+ * taken while the slot is in the pool; vmt__lock_create frees it. (The destroy used to check
+ * the word and free the slot without taking it: an enter in between owned a freed slot, and
+ * one asleep on its word was never woken; test/monitor_internal_test.c,
+ * an_enter_overtaken_by_a_destroy_takes_nothing.) All seq_cst: the enter's count, then its
+ * exchange on the word and load of the magic, against the destroy's word, count and magic. */
 int vmt__lock_destroy(struct vmt__lock *l, uint32_t magic) {
   if (l == NULL || atomic_load_explicit(&l->magic, memory_order_acquire) != magic)
     return -EINVAL;
-  if (atomic_load_explicit(&l->state, memory_order_acquire) != VMT__LOCK_FREE ||
-      atomic_load_explicit(&l->entry_waiters, memory_order_acquire) != 0 ||
-      atomic_load_explicit(&l->wait_waiters, memory_order_acquire) != 0)
+  uint32_t free_word = VMT__LOCK_FREE;
+  if (!atomic_compare_exchange_strong_explicit(&l->state, &free_word, VMT__LOCK_LOCKED,
+                                               memory_order_seq_cst, memory_order_relaxed))
     return -EBUSY;
-  /* Two racing destroys: one wins the exchange, the other sees a dead slot. */
+  int rc = 0;
   uint32_t expected = magic;
-  if (!atomic_compare_exchange_strong_explicit(&l->magic, &expected, 0, memory_order_acq_rel,
-                                               memory_order_relaxed))
-    return -EINVAL;
+  if (atomic_load_explicit(&l->entry_waiters, memory_order_seq_cst) != 0 ||
+      atomic_load_explicit(&l->wait_waiters, memory_order_seq_cst) != 0)
+    rc = -EBUSY;
+  else if (!atomic_compare_exchange_strong_explicit(&l->magic, &expected, 0,
+                                                    memory_order_seq_cst, memory_order_relaxed))
+    rc = -EINVAL;
+  if (rc != 0) {
+    if (vmt__lock_release_word(l)) vmt__lock_wake(l);
+    return rc;
+  }
+  if (atomic_exchange_explicit(&l->state, VMT__LOCK_LOCKED, memory_order_seq_cst) ==
+      VMT__LOCK_CONTENDED)
+    vmt_os_futex_wake(&l->state, INT32_MAX);
   pool_give(l);
   return 0;
 }
@@ -321,18 +348,34 @@ bool vmt__lock_spin(struct vmt__lock *l) {
   return false;
 }
 
-int vmt__lock_acquire_contended(struct vmt__lock *l, int64_t deadline_ns) {
+/* The slot was destroyed while we waited (vmt__lock_destroy), or, once we hold the word, has
+ * been reused for a lock of another kind: not ours to take. */
+static bool destroyed(struct vmt__lock *l, uint32_t magic) {
+  return atomic_load_explicit(&l->magic, memory_order_seq_cst) != magic;
+}
+
+/* We hold l's word but l is no longer the lock we were asked for: give the word back. */
+static int back_out(struct vmt__lock *l) {
+  if (vmt__lock_release_word(l)) vmt__lock_wake(l);
+  return -EINVAL;
+}
+
+int vmt__lock_acquire_contended(struct vmt__lock *l, uint32_t magic, int64_t deadline_ns) {
   /* The word says CONTENDED whenever we may sleep, so the owner's exit wakes us. We acquire
    * with CONTENDED too: another sleeper may remain (mutex2 in Drepper's paper). */
-  while (atomic_exchange_explicit(&l->state, VMT__LOCK_CONTENDED, memory_order_acquire) !=
-         VMT__LOCK_FREE)
+  while (atomic_exchange_explicit(&l->state, VMT__LOCK_CONTENDED, memory_order_seq_cst) !=
+         VMT__LOCK_FREE) {
+    if (destroyed(l, magic)) return -EINVAL;
     if (vmt__wait_turn(&l->state, VMT__LOCK_CONTENDED, deadline_ns) != 0) return -ETIMEDOUT;
-  return 0;
+  }
+  return __builtin_expect(destroyed(l, magic), 0) ? back_out(l) : 0;
 }
 
 int vmt__lock_enter_contended(struct vmt__lock *l, vmt_thread_t *t, vmt__episode_kind_t kind,
                               int64_t deadline_ns, bool count_enter) {
+  uint32_t magic = kind == VMT__EP_SYNC ? VMT__LOCK_MAGIC_SYNC : VMT__LOCK_MAGIC_MONITOR;
   if (vmt__lock_spin(l)) {
+    if (__builtin_expect(destroyed(l, magic), 0)) return back_out(l);   /* reused meanwhile */
     /* It never blocked: RUNNABLE throughout, no blocked or waited count, not in the lock's
      * contended_enters (include/vmthread/monitor.h: enters that had to block). HotSpot's
      * TrySpin runs before the BLOCKED transition and its counting alike. */
@@ -344,10 +387,10 @@ int vmt__lock_enter_contended(struct vmt__lock *l, vmt_thread_t *t, vmt__episode
     return 0;
   }
   atomic_fetch_add_explicit(&l->contended_enters, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&l->entry_waiters, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&l->entry_waiters, 1, memory_order_seq_cst);   /* vmt__lock_destroy */
   vmt__episode_t ep;
   vmt__episode_begin(t, &ep, kind, l, deadline_ns != VMT_OS_NO_DEADLINE);
-  int rc = vmt__lock_acquire_contended(l, deadline_ns);
+  int rc = vmt__lock_acquire_contended(l, magic, deadline_ns);
   if (rc == 0) {
     atomic_store_explicit(&l->owner, vmt__token(t), memory_order_relaxed);
     if (count_enter) vmt__lock_count_enter(l);

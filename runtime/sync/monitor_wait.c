@@ -116,7 +116,8 @@ int vmt_monitor_wait(vmt_monitor_t *m, int64_t timeout_ns) {
      * lock word: acquire like a woken sleeper. */
     if (end == VMT__WAIT_NOTIFIED ||
         (!vmt__lock_try_acquire(l) && !vmt__lock_spin(l)))
-      vmt__lock_acquire_contended(l, VMT_OS_NO_DEADLINE);
+      /* A monitor with a waiter cannot be destroyed: no -EINVAL here. */
+      vmt__lock_acquire_contended(l, VMT__LOCK_MAGIC_MONITOR, VMT_OS_NO_DEADLINE);
     atomic_store_explicit(&l->owner, vmt__token(t), memory_order_relaxed);
     vmt__episode_end(t, &node.ep, l, l);
     atomic_fetch_sub_explicit(&l->entry_waiters, 1, memory_order_release);

@@ -25,7 +25,9 @@
  * - Type-stable memory: lock slots come from chunks that are never returned to malloc. A reader
  *   that races with a destroy reads a recycled slot, never freed memory; every field a reader
  *   touches is atomic, and its sequence lock tells it to retry. A late FUTEX_WAKE on a recycled
- *   slot is a spurious wake-up, which every waiter absorbs.
+ *   slot is a spurious wake-up, which every waiter absorbs. A destroy takes the lock word and
+ *   leaves it taken in the pool (create frees it), so an enter that raced it acquires nothing
+ *   and backs out with -EINVAL (lock.c, vmt__lock_destroy).
  * - Everything else (thread state, counts, times, per-lock statistics) is written on the slow
  *   path only: the uncontended path records ownership, the enter count and the held list.
  * - A contended enter first spins (vmt__lock_spin: load the word, CAS when it reads free, pause
@@ -240,11 +242,13 @@ static inline bool vmt__lock_try_acquire(struct vmt__lock *l) {
  * records the acquisition; nothing else has been written). The spin's length adapts per lock
  * (lock.c, docs/monitors.md "Spinning"). */
 bool vmt__lock_spin(struct vmt__lock *l);
-/* Acquires after a failed try and a failed spin, sleeping on the word; 0, or -ETIMEDOUT once
- * deadline (CLOCK_MONOTONIC ns, or VMT_OS_NO_DEADLINE) has passed. It acquires with CONTENDED,
- * never with a plain LOCKED: others may still sleep on the word (a notified waiter requeued
- * there among them), and only CONTENDED makes the next exit wake one of them. */
-int vmt__lock_acquire_contended(struct vmt__lock *l, int64_t deadline_ns);
+/* Acquires after a failed try and a failed spin, sleeping on the word; 0, -ETIMEDOUT once
+ * deadline (CLOCK_MONOTONIC ns, or VMT_OS_NO_DEADLINE) has passed, or -EINVAL if the lock was
+ * destroyed meanwhile (its magic is no longer magic: vmt__lock_destroy), nothing held then. It
+ * acquires with CONTENDED, never with a plain LOCKED: others may still sleep on the word (a
+ * notified waiter requeued there among them), and only CONTENDED makes the next exit wake one
+ * of them. */
+int vmt__lock_acquire_contended(struct vmt__lock *l, uint32_t magic, int64_t deadline_ns);
 /* Frees the word; true if a thread may sleep on it and must be woken (vmt__lock_wake). */
 static inline bool vmt__lock_release_word(struct vmt__lock *l) {
   atomic_store_explicit(&l->owner, 0, memory_order_relaxed);
@@ -309,7 +313,7 @@ void vmt__episode_reenter(vmt_thread_t *t, vmt__episode_t *ep, struct vmt__lock 
 /* The contended acquisition, whole: counts it, publishes the episode (kind VMT__EP_ENTER for a
  * monitor, VMT__EP_SYNC for a synchronizer), acquires before the deadline, takes ownership as
  * t and pushes l on t's held list. count_enter is false for the re-entry after a wait, which is
- * no new enter. 0 or -ETIMEDOUT. */
+ * no new enter. 0, -ETIMEDOUT, or -EINVAL if a destroy won the race (vmt__lock_destroy). */
 int vmt__lock_enter_contended(struct vmt__lock *l, vmt_thread_t *t, vmt__episode_kind_t kind,
                               int64_t deadline_ns, bool count_enter);
 
