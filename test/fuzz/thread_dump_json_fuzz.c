@@ -140,13 +140,19 @@ static void decode_string(const char **p, bytes_t *out) {
   *p = s + 1;
 }
 
-/* The decoded string value after the first occurrence of key (`"key": "`) at or after from. */
-static const char *decoded_after(const char *from, const char *key, bytes_t *out) {
+static void clear(bytes_t *b) {
+  b->n = 0;
+  put(b, "", 0);
+}
+
+/* Decodes into out the first string at or after the first occurrence of key at or after from
+ * (the next string at all when key is ""); returns where the string ends. */
+static const char *decode_next(const char *from, const char *key, bytes_t *out) {
   const char *at = strstr(from, key);
   FUZZ_REQUIRE(at != NULL);
-  at += strlen(key);
-  out->n = 0;
-  put(out, "", 0);
+  at = strchr(at + strlen(key), '"');
+  FUZZ_REQUIRE(at != NULL);
+  clear(out);
   decode_string(&at, out);
   return at;
 }
@@ -211,49 +217,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   bytes_t got = {0}, want = {0};
   /* The only thread listed is this one. */
-  const char *at = decoded_after(dump, "\"name\": ", &got);
+  const char *at = decode_next(dump, "\"name\": ", &got);
   if (named) {
     FUZZ_REQUIRE(got.n == name_len && memcmp(got.s, name, name_len) == 0);
   } else {
     FUZZ_REQUIRE(strcmp(got.s, vmt_thread_name(self)) == 0);
   }
-  if (walk.frames > 0) {
-    at = strstr(at, "\"stack\": [");
-    FUZZ_REQUIRE(at != NULL);
-    at += strlen("\"stack\": [");
-    for (int i = 0; i < walk.frames; i++) {
-      at = strchr(at, '"');
-      FUZZ_REQUIRE(at != NULL);
-      got.n = 0;
-      put(&got, "", 0);
-      decode_string(&at, &got);
-      want.n = 0;
-      put(&want, "", 0);
-      put_replaced(&want, walk.function[i] ? walk.function[i] : "??");
-      if (walk.file[i]) {
-        put(&want, "(", 1);
-        put_replaced(&want, walk.file[i]);
-        if (walk.line[i] >= 0) {
-          char line[16];
-          put(&want, line, (size_t)snprintf(line, sizeof(line), ":%d", (int)walk.line[i]));
-        }
-        put(&want, ")", 1);
+  for (int i = 0; i < walk.frames; i++) {
+    at = decode_next(at, i == 0 ? "\"stack\": [" : "", &got);
+    clear(&want);
+    put_replaced(&want, walk.function[i] ? walk.function[i] : "??");
+    if (walk.file[i]) {
+      put(&want, "(", 1);
+      put_replaced(&want, walk.file[i]);
+      if (walk.line[i] >= 0) {
+        char line[16];
+        put(&want, line, (size_t)snprintf(line, sizeof(line), ":%d", (int)walk.line[i]));
       }
-      FUZZ_REQUIRE(got.n == want.n && memcmp(got.s, want.s, want.n) == 0);
+      put(&want, ")", 1);
     }
+    FUZZ_REQUIRE(got.n == want.n && memcmp(got.s, want.s, want.n) == 0);
   }
   if (hold) {
     char display[VMT_MONITOR_NAME_MAX + 32];
     FUZZ_REQUIRE(vmt_monitor_describe(m, display, sizeof(display)) > 0);
-    at = strstr(at, "\"locks\": [");
-    FUZZ_REQUIRE(at != NULL);
-    at = strchr(at + strlen("\"locks\": ["), '"');
-    FUZZ_REQUIRE(at != NULL);
-    got.n = 0;
-    put(&got, "", 0);
-    decode_string(&at, &got);
-    want.n = 0;
-    put(&want, "", 0);
+    at = decode_next(at, "\"locks\": [", &got);
+    clear(&want);
     put_replaced(&want, display);
     FUZZ_REQUIRE(got.n == want.n && memcmp(got.s, want.s, want.n) == 0);
     FUZZ_REQUIRE(vmt_monitor_exit(m) == 0 && vmt_monitor_destroy(m) == 0);
