@@ -305,17 +305,26 @@ bool vmt_os__tsc_clock_recalibrate(vmt_os__tsc_clock_t *c) {
 
 static int64_t convert(vmt_os__tsc_clock_t *c, uint64_t tsc, params_t *p) {
   uint64_t limit = read_params(c, p);
-  if (tsc >= p->next_recal && pthread_mutex_trylock(&c->writer) == 0) {
-    /* Still due? Another thread may have done it between our read and the lock. */
-    read_params(c, p);
-    if (tsc >= p->next_recal) recalibrate_locked(c);
-    pthread_mutex_unlock(&c->writer);
-    limit = read_params(c, p);
+  if (tsc >= p->next_recal) {
+    if (pthread_mutex_trylock(&c->writer) == 0) {
+      /* Still due? Another thread may have done it between our read and the lock. */
+      read_params(c, p);
+      if (tsc >= p->next_recal) recalibrate_locked(c);
+      pthread_mutex_unlock(&c->writer);
+      limit = read_params(c, p);
+    } else if (limit == UINT64_MAX) {
+      /* A writer holds the lock but has not opened its write section yet (it is measuring its
+       * pair): the write limit it will publish comes from a TSC it may have read before ours.
+       * Run no further than the promise, or the next read, clamped to that limit, would go
+       * back (test/tsc_internal_test.c, a_reader_racing_a_recalibration_never_goes_back). */
+      limit = p->next_recal;
+    }
   }
   /* A trylock loser converts with the current segments: below any segment start a writer
-   * may still publish, the function is the one it has. While a write is in progress that is
-   * below the write limit, or the promise of the copy read, whichever is later: past it the
-   * clock waits for the writer's new function instead of running ahead with the old one. */
+   * may still publish, the function is the one it has. While a write is in progress (or about
+   * to be) that is below the write limit, or the promise of the copy read, whichever is later:
+   * past it the clock waits for the writer's new function instead of running ahead with the
+   * old one. */
   if (limit != UINT64_MAX) {
     uint64_t bound = limit > p->next_recal ? limit : p->next_recal;
     if (tsc > bound) tsc = bound;

@@ -421,6 +421,73 @@ static void a_reader_never_waits_for_a_stopped_writer(void **state) {
   in_child(stopped_writer_scenario, "the reader waited for the writer");
 }
 
+/* A reader whose TSC has passed next_recal while another thread has taken the writer lock but
+ * not yet opened its write section (it is measuring its calibration pair) must not convert
+ * with the old function beyond next_recal: the write limit the writer then publishes may lie
+ * below that reader's TSC (the writer read its TSC before the reader did), and the next read,
+ * clamped to that limit, went back in time. Found by
+ * concurrent_readers_stay_monotonic_across_recalibrations under TSan (1 run in ~50: an uncached
+ * reader read 1.8 us less after 880 more ticks), made exact here: the writer is stopped first
+ * before its write section, then inside it, while the reader converts one TSC value past
+ * next_recal in each. This scenario failed before trylock losers were bounded by next_recal. */
+typedef struct two_stops {
+  fake_t f;                     /* first: the other callbacks take the context as a fake_t */
+  vmt_os__tsc_clock_t *c;
+  pthread_t reader;             /* the test's thread: never stopped */
+  latch_t before, inside;       /* where the writer waits */
+  _Atomic int stopped;          /* 1: before its write section, 2: inside it */
+} two_stops_t;
+
+static uint64_t two_stops_read_tsc(void *ctx) {
+  two_stops_t *x = ctx;
+  uint64_t t = fake_read_tsc(&x->f);
+  if (x->c == NULL || pthread_equal(pthread_self(), x->reader)) return t;
+  int at = in_write_section(x->c) ? 2 : 1;
+  if (atomic_load(&x->stopped) < at) {
+    atomic_store(&x->stopped, at);
+    latch_wait(at == 1 ? &x->before : &x->inside);
+  }
+  return t;
+}
+
+static bool writer_between_lock_and_write_scenario(void) {
+  two_stops_t x = {0};
+  vmt_os__tsc_env_t env;
+  vmt_os__tsc_clock_t c;
+  fake_init(&x.f, &env);
+  env.read_tsc = two_stops_read_tsc;
+  env.ctx = &x;
+  x.reader = pthread_self();
+  latch_init(&x.before);
+  latch_init(&x.inside);
+  if (vmt_os__tsc_clock_init(&c, &env) != 0) return false;
+  x.c = &c;
+  uint64_t next = atomic_load(&c.pub[atomic_load(&c.seq) & 1].next_recal_tsc);
+  /* Well past next_recal and past every TSC value the writer will read (1 ms of fake time). */
+  uint64_t t = fake_tsc_at(&x.f, x.f.true_ns + 1000000);
+  if (t <= next) t = next + 1000000;
+  pthread_t writer;
+  pthread_create(&writer, NULL, recalibrate_once, &c);
+  while (atomic_load(&x.stopped) < 1) sched_yield();
+  int64_t v1 = vmt_os__tsc_clock_convert(&c, t);       /* loses the trylock */
+  latch_open(&x.before);
+  while (atomic_load(&x.stopped) < 2) sched_yield();
+  int64_t v2 = vmt_os__tsc_clock_convert(&c, t + 1);   /* the write limit is published */
+  latch_open(&x.inside);
+  pthread_join(writer, NULL);
+  int64_t v3 = vmt_os__tsc_clock_convert(&c, t + 2);
+  if (v2 < v1 || v3 < v2)
+    fprintf(stderr, "went back: %lld, then %lld, then %lld\n", (long long)v1, (long long)v2,
+            (long long)v3);
+  vmt_os__tsc_clock_destroy(&c);
+  return v2 >= v1 && v3 >= v2;
+}
+
+static void a_reader_racing_a_recalibration_never_goes_back(void **state) {
+  (void)state;
+  in_child(writer_between_lock_and_write_scenario, "the reader hung");
+}
+
 /* ---- The real clock under concurrency ------------------------------------------------- */
 
 typedef struct race {
@@ -536,6 +603,7 @@ int main(void) {
       cmocka_unit_test(an_off_schedule_recalibration_keeps_the_schedules_promise),
       cmocka_unit_test(a_reader_inside_the_write_section_does_not_wait),
       cmocka_unit_test(a_reader_never_waits_for_a_stopped_writer),
+      cmocka_unit_test(a_reader_racing_a_recalibration_never_goes_back),
       cmocka_unit_test(concurrent_readers_stay_monotonic_across_recalibrations),
       cmocka_unit_test(public_elapsed_counter_says_its_source),
       cmocka_unit_test(fork_during_recalibration_leaves_a_working_counter),
