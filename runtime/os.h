@@ -144,6 +144,15 @@ typedef struct vmt_os_caps {
 } vmt_os_caps_t;
 const vmt_os_caps_t *vmt_os_caps(void);
 
+/* ---- Stacks ---------------------------------------------------------------------------- */
+/* The stack of th as pthread_getattr_np reports it: [*lo, *hi), and *guard bytes of the C
+ * library's guard page(s) below lo. th is the calling thread or one not yet joined nor
+ * detached. Allocates (glibc also asks the thread's affinity mask), so a thread that never
+ * allocated is not made to ask. 0 or -errno. */
+int vmt_os_thread_stack(pthread_t th, uintptr_t *lo, uintptr_t *hi, size_t *guard);
+/* The page size (sysconf, read once). */
+size_t vmt_os_page_size(void);
+
 /* ---- Names ----------------------------------------------------------------------------- */
 /* Cuts full to the kernel's 15 bytes at a UTF-8 boundary into os_name[16]. */
 void vmt_os_native_name(const char *full, char os_name[16]);

@@ -23,6 +23,11 @@
 #define VMT_EXPORT
 #endif
 
+/* The TLS model of the few thread-local variables the inline calls of the headers read: an
+ * initial-exec access is a %fs-relative load through one GOT entry, with no __tls_get_addr
+ * call, also from a host's own shared object (the library's TLS is static TLS). */
+#define VMT_TLS_INITIAL_EXEC __attribute__((tls_model("initial-exec")))
+
 #ifdef __cplusplus
 #define VMT_EXTERN_C_BEGIN extern "C" {
 #define VMT_EXTERN_C_END }

@@ -115,6 +115,21 @@ VMT_EXPORT int vmt_thread_exit(void *result);
 VMT_EXPORT vmt_thread_t *vmt_thread_current(void);
 
 /*
+ * Not API: the calling thread's fast-path block, which the inline calls of vmthread/tls.h
+ * (vmt_tls_get) and vmthread/stack.h (vmt_stack_bytes_left) read, so that they cost one
+ * initial-exec TLS load and one load of the block. Its layout is part of the ABI; never write
+ * it. vmt_thread_fast points into the calling thread's record while the thread is a runtime
+ * thread (started or attached), and is NULL on any other thread. One pointer of static TLS,
+ * next to the library's own (docs/embedding.md, "Loaded with dlopen").
+ */
+#define VMT_TLS_KEYS_MAX 64   /* TLS slots per thread; key 0 is never handed out */
+typedef struct vmt_thread_fast {
+  uintptr_t stack_limit;            /* lowest address a frame may use; 0 until known */
+  void *tls[VMT_TLS_KEYS_MAX];      /* the thread's TLS slot values (vmthread/tls.h) */
+} vmt_thread_fast_t;
+VMT_EXPORT extern __thread vmt_thread_fast_t *vmt_thread_fast VMT_TLS_INITIAL_EXEC;
+
+/*
  * Attaches the calling thread (the VM's main thread, a foreign library's thread). It gets an
  * id, a name, a category and counts as started and live while attached. Idempotent: attaching
  * an attached thread returns its record and counts one more attach (options are then

@@ -18,7 +18,8 @@
  *
  * vmt__current is one initial-exec TLS load (a %fs-relative mov on x86-64); the library's
  * static TLS need is one pointer per variable, well inside glibc's surplus for dlopen'ed
- * libraries.
+ * libraries. vmt_thread_fast, the public fast-path block of the inline calls in
+ * vmthread/tls.h and vmthread/stack.h, is one more pointer beside it, the only exported TLS.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@
 #include "runtime/registry/registry_impl.h"
 
 _Thread_local vmt_thread_t *vmt__current __attribute__((tls_model("initial-exec")));
+__thread vmt_thread_fast_t *vmt_thread_fast VMT_TLS_INITIAL_EXEC;
 _Atomic uint32_t vmt__fork_generation;
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -44,10 +46,14 @@ vmt_thread_t *vmt__record_alloc(void) {
   }
   pthread_mutex_unlock(&pool_lock);
   if (t == NULL) {
-    t = malloc(sizeof(*t));
+    /* The cold block right behind the record, in one allocation (it stays with the record in
+     * the pool). */
+    t = malloc(sizeof(*t) + sizeof(struct vmt__thread_cold));
     if (t == NULL) return NULL;
   }
-  memset(t, 0, sizeof(*t));
+  memset(t, 0, sizeof(*t) + sizeof(struct vmt__thread_cold));
+  t->cold = (struct vmt__thread_cold *)(t + 1);
+  pthread_mutex_init(&t->cold->lock, NULL);
   __atomic_store_n(&t->magic, VMT__THREAD_MAGIC, __ATOMIC_RELAXED);
   return t;
 }

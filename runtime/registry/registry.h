@@ -12,10 +12,12 @@
  *   runtime/vmservices/                 exec (the execution state and poll word) and vms
  *                                       (struct vmt__thread_vms, below)
  *   runtime/thread/alloc.c              the allocated-bytes counter pointer
+ *   the cold block (struct vmt__thread_cold): each field's owner is named there
  */
 #ifndef VMT_RUNTIME_REGISTRY_REGISTRY_H
 #define VMT_RUNTIME_REGISTRY_REGISTRY_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "vmthread.h"
@@ -88,6 +90,24 @@ struct vmt__thread_vms {
                                                threads (under its lock) */
 };
 
+/* Per-thread fields that no registry walk reads, in a block allocated with the record and
+ * zeroed with it (record.c): a sweep that prefetches a whole record (management_impl.h) keeps
+ * fetching five cache lines. Type-stable like the record. */
+struct vmt__thread_cold {
+  /* runtime/thread/: the block vmt_thread_fast points to while the thread is current (stack
+   * limit: stack.c; TLS slots: tls.c). Other threads read it with atomic loads. */
+  vmt_thread_fast_t fast;
+  /* Guards the name (record.c: rename against readers that copy it) and the first
+   * computation of the stack bounds (thread/stack.c). Initialised when the record is. */
+  pthread_mutex_t lock;
+  /* runtime/thread/stack.c: the stack as pthread_getattr_np gives it, once known
+   * (stack_known, release; written under lock). */
+  _Atomic bool stack_known;
+  bool stack_reaping;        /* join is reaping the pthread: nobody may ask it any more */
+  uintptr_t stack_lo, stack_hi;
+  size_t stack_os_guard;
+};
+
 /* Per-category figures (Eclipse OMR keeps these for GC/JIT/application threads). */
 typedef struct vmt__category {
   struct vmt__category *next;
@@ -112,7 +132,7 @@ struct vmt_thread {
   _Atomic bool counted;              /* included in live/daemon/category counts (registry.c) */
   _Atomic bool count_claimed;        /* counted as started, by its starter or itself */
   bool daemon;
-  int priority;
+  _Atomic int priority;              /* Java priority (vmt_thread_set_priority) */
   char *name;                        /* full name, immutable */
   char os_name[VMT_THREAD_OS_NAME_MAX + 1];
   vmt__category_t *category;         /* interned, lives for the process */
@@ -152,6 +172,7 @@ struct vmt_thread {
   /* Readers of *allocatedp in progress (thread/alloc.c): the owner waits for them (a few ns) before
    * its thread-local counters can go away. Zeroed for the forking thread in a fork child. */
   _Atomic int32_t alloc_readers;
+  struct vmt__thread_cold *cold;     /* allocated with the record, never NULL */
 };
 
 /* registry_state values. A tombstoned record has left (its thread exited) but is still in the
@@ -181,6 +202,13 @@ typedef enum vmt__end_piece {
   VMT__END_PIECES,
 } vmt__end_piece_t;
 int vmt__thread_end_arm(vmt__end_piece_t piece, void (*fn)(void));
+
+/* Makes t (or NULL) the calling thread's record: vmt__current and the public fast-path block
+ * (vmt_thread_fast, defined beside it) change together. */
+static inline void vmt__current_set(vmt_thread_t *t) {
+  vmt__current = t;
+  vmt_thread_fast = t ? &t->cold->fast : NULL;
+}
 
 /* ---- Registry (registry.c) -------------------------------------------------------------- *
  * A snapshot is an immutable, id-sorted view of the live threads (counted and internal):

@@ -50,6 +50,8 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static void survivor_fork_child(void) {
   vmt_thread_t *self = vmt__current;
   if (self == NULL) return;
+  /* Another thread may have held it (copying the name, asking the stack) at the fork. */
+  pthread_mutex_init(&self->cold->lock, NULL);
   self->fork_generation = atomic_load_explicit(&vmt__fork_generation, memory_order_relaxed);
   atomic_store_explicit(&self->os.tid, 0, memory_order_relaxed);
   vmt_os_thread_bind_self(&self->os);

@@ -43,7 +43,7 @@ void vmt__thread_finish(vmt_thread_t *t, bool goes_on) {
   vmt__vms_thread_exit_end(t);
   vmt__registry_remove(t);
   vmt__alloc_thread_end(t);
-  vmt__current = NULL;
+  vmt__current_set(NULL);
   if (!kept) vmt__self = NULL;
   atomic_store_explicit(&t->done, 1, memory_order_release);
   if (!kept) vmt__record_unref(t);   /* else the identity's, dropped at the thread's end */

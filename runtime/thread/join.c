@@ -36,6 +36,7 @@ static void join_cancelled(void *arg) {
   /* The joiner unwinds in the state it was in, not in the safe region's. */
   vmt__region_leave(w->self, w->saved, NULL);
   if (w->waits) vmt__join_wait_end(&w->ep);
+  vmt__stack_mark_reaping(w->t, false);   /* not joined: its pthread_t may still be asked */
   atomic_store_explicit(&w->t->joined, false, memory_order_release);
   vmt__record_unref(w->t);
 }
@@ -63,6 +64,7 @@ int vmt_thread_join(vmt_thread_t *t, void **result) {
       /* pthread_join returns once the kernel has cleared the thread's tid word, after the
        * thread ran its whole exit path: the bookkeeping is done by then. A thread of a fork's
        * parent process does not exist here: nothing to wait for. */
+      vmt__stack_mark_reaping(t, true);
       if (vmt__thread_of_this_process(t)) {
         /* Java: joining a live thread is a wait (WAITING, a waited count); joining one that
          * has terminated returns at once (isAlive() is false), though pthread_join may still

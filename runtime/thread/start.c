@@ -27,7 +27,7 @@ static void on_exit_path(void *arg) { vmt__thread_finish(arg, false); }
 
 static void *trampoline(void *arg) {
   vmt_thread_t *t = arg;
-  vmt__current = t;
+  vmt__current_set(t);
   vmt__self = t;
   /* The parent has usually published the tid already (it needs no help from us); publish it
    * here only if we ran first, which costs a gettid. */

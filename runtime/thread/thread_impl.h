@@ -32,6 +32,14 @@ bool vmt__utf8_valid(const char *s, size_t len);
 void vmt__alloc_thread_begin(vmt_thread_t *t);
 void vmt__alloc_thread_end(vmt_thread_t *t);
 
+/* ---- Stacks (stack.c) ------------------------------------------------------------------- */
+/* Asks the port for t's stack once (the calling thread's, or a started thread's not yet being
+ * joined) and publishes it in t's cold block; 0, -ESRCH, -errno. */
+int vmt__stack_bounds_ensure(vmt_thread_t *t);
+/* Join is about to reap t's pthread (reaping: nobody asks it any more), or was cancelled
+ * before it did (false again). */
+void vmt__stack_mark_reaping(vmt_thread_t *t, bool reaping);
+
 /* ---- Life cycle and process-wide state (access.c, exit.c) ------------------------------ */
 /* Idempotent: port init, allocation-counter probe. */
 void vmt__runtime_init(void);
