@@ -13,6 +13,7 @@
 
 #include "os_linux/os_impl.h"
 #include "runtime/fault.h"
+#include "runtime/process.h"
 
 int vmt_os_thread_stack(pthread_t th, uintptr_t *lo, uintptr_t *hi, size_t *guard) {
   int rc = vmt__fault_hit(VMT__FAULT_ALLOC);
@@ -34,6 +35,8 @@ int vmt_os_thread_stack(pthread_t th, uintptr_t *lo, uintptr_t *hi, size_t *guar
 
 size_t vmt_os_page_size(void) {
   static _Atomic size_t cached;
+  VMT__PROCESS_STATE(page_size, .symbols = "cached", .rule = VMT__FORK_KEEP,
+                     .fork = "the page size is the machine's");
   size_t pg = atomic_load_explicit(&cached, memory_order_relaxed);
   if (pg == 0) {
     long v = sysconf(_SC_PAGESIZE);

@@ -139,8 +139,9 @@ VMT__PROCESS_STATE(record_pool, .symbols = "pool_lock pool_free pool_free_count"
                            "thread held are never dropped: those records stay out of the pool",
                    .rank = VMT__RANK_REGISTRY + 2, .prepare = pool_fork_prepare,
                    .parent = pool_fork_parent, .child = pool_fork_child);
-VMT__PROCESS_STATE(current, .symbols = "vmt__current", .rule = VMT__FORK_KEEP,
-                   .fork = "the forking thread keeps its record");
+VMT__PROCESS_STATE(current, .symbols = "vmt__current vmt_thread_fast", .rule = VMT__FORK_KEEP,
+                   .fork = "the forking thread keeps its record, and its fast-path block "
+                           "(TLS slots, stack limit) with it");
 
 /* Runs before the thread package stamps the surviving thread with the new generation. */
 static void generation_fork_child(void) {

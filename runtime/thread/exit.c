@@ -7,10 +7,13 @@
  *  -. The thread moves into VM code (vmt__vms_thread_exit_begin): it runs its pending
  *     handshakes, and waits while suspended or while a safepoint holds, so that none of what
  *     follows happens under a safepoint or to a suspended thread.
- *  0. Locks the thread still holds are released (vmt__monitor_thread_end): their waiters must
- *     not wait for a thread that is gone, nor for the next thread to reuse this record. A
- *     detach is no end: the thread may still be inside them, so it keeps them, and the record
- *     stays their owner, silent, until the thread ends (vmt__monitor_keep; docs/monitors.md).
+ *  0. The TLS slots' destructors (tls.c), on the thread itself while it is still current,
+ *     RUNNABLE and listed, holding its locks: a destructor is VM code that may use the runtime.
+ *     Then the locks the thread still holds are released (vmt__monitor_thread_end): their
+ *     waiters must not wait for a thread that is gone, nor for the next thread to reuse this
+ *     record. A detach is no end: the thread may still be inside them, so it keeps them, and
+ *     the record stays their owner, silent, until the thread ends (vmt__monitor_keep;
+ *     docs/monitors.md).
  *  1. CPU time of the thread, added to its category's exited total, then the port record is
  *     marked exiting. A category sum (exited total + live threads' clocks) may count the last
  *     microseconds twice for an instant, never miss them, and never goes backwards.
@@ -32,6 +35,7 @@ void vmt__thread_finish(vmt_thread_t *t, bool goes_on) {
   pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old_cancel);
   vmt__vms_thread_exit_begin(t);
   (void)vmt__fault_hit(VMT__FAULT_THREAD_EXITING);   /* a hook point only */
+  vmt__tls_thread_end(t);
   bool kept = goes_on && vmt__monitor_keep(t);
   if (!kept) vmt__monitor_thread_end(t);
   int64_t cpu = vmt_os_current_thread_cpu_time(false);

@@ -40,6 +40,10 @@ int vmt__stack_bounds_ensure(vmt_thread_t *t);
  * before it did (false again). */
 void vmt__stack_mark_reaping(vmt_thread_t *t, bool reaping);
 
+/* ---- TLS slots (tls.c) ------------------------------------------------------------------ */
+/* The destructors of t's slots, then every slot cleared; run by t itself as it ends. */
+void vmt__tls_thread_end(vmt_thread_t *t);
+
 /* ---- Life cycle and process-wide state (access.c, exit.c) ------------------------------ */
 /* Idempotent: port init, allocation-counter probe. */
 void vmt__runtime_init(void);
