@@ -152,6 +152,23 @@ const vmt_os_caps_t *vmt_os_caps(void);
 int vmt_os_thread_stack(pthread_t th, uintptr_t *lo, uintptr_t *hi, size_t *guard);
 /* The page size (sysconf, read once). */
 size_t vmt_os_page_size(void);
+/* Makes [addr, addr + len) of the calling thread's stack (page aligned) inaccessible, or
+ * readable and writable again. 0 or -errno (-ENOMEM: the process's map count is exhausted). */
+int vmt_os_stack_protect(uintptr_t addr, size_t len, bool accessible);
+/* An alternate signal stack for the calling thread (the handler of a stack overflow cannot run
+ * on the stack that overflowed): mapped with a guard page below it, installed with
+ * sigaltstack, the one it replaces kept for vmt_os_altstack_remove. */
+typedef struct vmt_os_altstack {
+  void *mem;           /* our mapping (guard page included), NULL when none */
+  size_t mapped;
+  void *old_sp;        /* the alternate stack it replaced (the sanitizers install their own) */
+  size_t old_size;
+  int old_flags;
+} vmt_os_altstack_t;
+/* 0 or -errno; nothing is left behind on failure. */
+int vmt_os_altstack_install(vmt_os_altstack_t *a);
+/* Puts the replaced alternate stack back and unmaps ours; a no-op when none. */
+void vmt_os_altstack_remove(vmt_os_altstack_t *a);
 
 /* ---- Names ----------------------------------------------------------------------------- */
 /* Cuts full to the kernel's 15 bytes at a UTF-8 boundary into os_name[16]. */

@@ -3,14 +3,27 @@
  * pthread_getattr_np reports for started, attached and the main thread, whoever asks first;
  * the calling thread's bytes left fall as it recurses and stay inside the bounds; a started
  * thread joined before anyone asked has no bounds any more (-ESRCH), and bad input is -EINVAL.
+ * Guard zones, each case in a child process (this binary run again: an overflow that goes wrong
+ * kills only the child):
+ * an overflow into a zone reaches the VM's handler on the alternate stack with the zone named,
+ * in order (reserved, yellow, red) when the handler lets the thread run on; a handler that
+ * leaves by siglongjmp can re-arm the zones and meet them again; without a handler the process
+ * dies of SIGSEGV after a report naming the zone; other faults reach the handler that was
+ * installed before ours; a stack that had zones is plain memory for the next thread.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -192,7 +205,316 @@ static void foreign_thread_and_bad_input(void **state) {
   assert_int_equal(vmt_thread_release(t), 0);
 }
 
-int main(void) {
+
+/* ---- Guard zones (each case runs in a child process) ------------------------------------- */
+#define PAGE ((size_t)sysconf(_SC_PAGESIZE))
+#define ZONE (4 * PAGE)
+#define GUARDED_STACK ((size_t)512 * 1024)
+
+static vmt_thread_options_t guarded_options(void) {
+  vmt_thread_options_t o;
+  memset(&o, 0, sizeof(o));
+  o.flags = VMT_THREAD_OPT_STACK_SIZE | VMT_THREAD_OPT_STACK_GUARD;
+  o.stack_size = GUARDED_STACK;
+  o.stack_guard.red_size = ZONE;
+  o.stack_guard.yellow_size = ZONE;
+  o.stack_guard.reserved_size = ZONE;
+  return o;
+}
+
+static volatile sig_atomic_t stop_recursion;
+
+/* Recurses until the stack runs out (or stop_recursion): 1 KiB a frame. */
+static __attribute__((noinline)) int recurse(int depth) {
+  volatile char pad[1024];
+  pad[0] = (char)depth;
+  pad[sizeof(pad) - 1] = 0;
+  if (stop_recursion) return 0;
+  return recurse(depth + 1) + pad[0] + pad[sizeof(pad) - 1];
+}
+
+/* Runs body() in a fresh process: this binary again (fork, then exec of /proc/self/exe with
+ * "--child <name>", which main() dispatches), so that the child starts threads in a process of
+ * its own, not in a fork of a threaded one (the sanitizers' allocators and TSan's lock model do
+ * not survive a fork: test/fork_linux_test.c). The parent returns the wait status; the child's
+ * stderr goes to err_out (read until it ends) if err_out is not NULL. */
+typedef struct child_case {
+  const char *name;
+  int (*body)(void);
+} child_case_t;
+static const child_case_t *child_cases;
+static size_t child_case_count;
+
+static int in_child(int (*body)(void), char *err_out, size_t err_len) {
+  const char *name = NULL;
+  for (size_t i = 0; i < child_case_count; i++)
+    if (child_cases[i].body == body) name = child_cases[i].name;
+  assert_non_null(name);
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    close(fds[0]);
+    dup2(fds[1], STDERR_FILENO);
+    execl("/proc/self/exe", "stack_test", "--child", name, (char *)NULL);
+    _exit(127);
+  }
+  close(fds[1]);
+  size_t n = 0;
+  ssize_t r;
+  char sink[256];
+  for (;;) {
+    bool keep = err_out && n < err_len - 1;
+    r = read(fds[0], keep ? err_out + n : sink, keep ? err_len - 1 - n : sizeof(sink));
+    if (r <= 0) break;
+    if (keep) n += (size_t)r;
+  }
+  if (err_out) err_out[n] = '\0';
+  close(fds[0]);
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  return status;
+}
+
+static void assert_child_ok(int status) {
+  if (WIFSIGNALED(status)) fail_msg("child killed by signal %d", WTERMSIG(status));
+  assert_true(WIFEXITED(status));
+  if (WEXITSTATUS(status) != 0) fail_msg("child check %d failed", WEXITSTATUS(status));
+}
+
+/* -- The handler leaves by siglongjmp; the thread re-arms and meets the zone again -- */
+static sigjmp_buf escape;
+static volatile sig_atomic_t events;
+static volatile sig_atomic_t last_zone;
+static vmt_thread_t *volatile event_thread;
+static void *volatile event_ucontext;
+
+static void longjmp_handler(const vmt_stack_overflow_t *ev, void *ctx) {
+  (void)ctx;
+  events++;
+  last_zone = ev->zone;
+  event_thread = ev->thread;
+  event_ucontext = ev->ucontext;
+  siglongjmp(escape, 1);
+}
+
+static void *overflow_twice(void *arg) {
+  int *check = arg;
+  vmt_stack_info_t info;
+  if (vmt_thread_stack_info(vmt_thread_current(), &info) != 0) return *check = 10, NULL;
+  if (info.red_size != ZONE || info.yellow_size != ZONE || info.reserved_size != ZONE)
+    return *check = 11, NULL;
+  if (info.limit != info.lo + 3 * ZONE || info.disabled_zones != 0) return *check = 12, NULL;
+  for (int round = 1; round <= 2; round++) {
+    if (sigsetjmp(escape, 1) == 0) {
+      recurse(0);
+      return *check = 13, NULL;   /* the stack cannot be endless */
+    }
+    if (events != round || last_zone != VMT_STACK_ZONE_RESERVED) return *check = 14, NULL;
+    if (event_thread != vmt_thread_current() || event_ucontext == NULL) return *check = 15, NULL;
+    vmt_thread_stack_info(vmt_thread_current(), &info);
+    if (info.disabled_zones != (1u << VMT_STACK_ZONE_RESERVED)) return *check = 16, NULL;
+    if (vmt_stack_guard_reenable() != 0) return *check = 17, NULL;
+    vmt_thread_stack_info(vmt_thread_current(), &info);
+    if (info.disabled_zones != 0) return *check = 18, NULL;
+  }
+  return NULL;
+}
+
+static int child_overflow_twice(void) {
+  vmt_stack_overflow_handler_set(longjmp_handler, NULL);
+  vmt_thread_options_t o = guarded_options();
+  vmt_thread_t *t;
+  int check = 0;
+  if (vmt_thread_start_ex(&t, &o, overflow_twice, &check) != 0) return 1;
+  if (vmt_thread_join(t, NULL) != 0) return 2;
+  return check;
+}
+
+static void overflow_is_reported_and_zones_rearm(void **state) {
+  (void)state;
+  assert_child_ok(in_child(child_overflow_twice, NULL, 0));
+}
+
+/* -- The handler returns: the thread runs on into yellow, then red -- */
+static volatile sig_atomic_t zone_order[8];
+
+static void returning_handler(const vmt_stack_overflow_t *ev, void *ctx) {
+  (void)ctx;
+  if (events < 8) zone_order[events] = ev->zone;
+  events++;
+  if (ev->zone == VMT_STACK_ZONE_RED) {
+    bool ok = events == 3 && zone_order[0] == VMT_STACK_ZONE_RESERVED &&
+              zone_order[1] == VMT_STACK_ZONE_YELLOW;
+    _exit(ok ? 42 : 43);
+  }
+}
+
+static void *overflow_forever(void *arg) {
+  (void)arg;
+  recurse(0);
+  return NULL;
+}
+
+static int child_runs_into_red(void) {
+  vmt_stack_overflow_handler_set(returning_handler, NULL);
+  vmt_thread_options_t o = guarded_options();
+  vmt_thread_t *t;
+  if (vmt_thread_start_ex(&t, &o, overflow_forever, NULL) != 0) return 1;
+  vmt_thread_join(t, NULL);
+  return 2;   /* never: the red zone's handler exits */
+}
+
+static void zones_are_met_in_order_when_the_handler_returns(void **state) {
+  (void)state;
+  int status = in_child(child_runs_into_red, NULL, 0);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 42);
+}
+
+/* -- No handler: a report, then the default action -- */
+static int child_without_handler(void) {
+  vmt_thread_options_t o = guarded_options();
+  vmt_thread_t *t;
+  if (vmt_thread_start_ex(&t, &o, overflow_forever, NULL) != 0) return 1;
+  vmt_thread_join(t, NULL);
+  return 2;
+}
+
+static void without_a_handler_the_process_dies_with_a_report(void **state) {
+  (void)state;
+  char err[4096];
+  int status = in_child(child_without_handler, err, sizeof(err));
+  assert_non_null(strstr(err, "reached its reserved zone"));
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  /* The sanitizer's SIGSEGV handler was there first: the fault is passed on to it, and it
+   * reports the overflow at the same address and ends the process its way. */
+  assert_non_null(strstr(err, "stack-overflow on address"));
+  assert_false(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+#else
+  assert_true(WIFSIGNALED(status));
+  assert_int_equal(WTERMSIG(status), SIGSEGV);
+#endif
+}
+
+/* -- Another fault goes to the handler that was there before -- */
+static char *volatile trap_page;
+static volatile sig_atomic_t host_faults;
+
+static void host_handler(int sig, siginfo_t *info, void *uc) {
+  (void)sig;
+  (void)uc;
+  if ((char *)info->si_addr == trap_page) {
+    host_faults++;
+    mprotect(trap_page, PAGE, PROT_READ | PROT_WRITE);
+    return;
+  }
+  _exit(30);
+}
+
+static void *return_at_once(void *arg) { return arg; }
+
+static int child_chains(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_sigaction = host_handler;
+  sa.sa_flags = SA_SIGINFO;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(SIGSEGV, &sa, NULL) != 0) return 1;
+  /* A thread with zones makes the runtime install its handler over the host's. */
+  vmt_thread_options_t o = guarded_options();
+  vmt_thread_t *t;
+  if (vmt_thread_start_ex(&t, &o, return_at_once, NULL) != 0) return 2;
+  if (vmt_thread_join(t, NULL) != 0) return 3;
+  struct sigaction now;
+  sigaction(SIGSEGV, NULL, &now);
+  if (now.sa_sigaction == host_handler) return 4;   /* ours is not in place: nothing tested */
+  trap_page = mmap(NULL, PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (trap_page == MAP_FAILED) return 5;
+  trap_page[0] = 1;   /* faults once; the host's handler opens the page */
+  return host_faults == 1 && trap_page[0] == 1 ? 0 : 6;
+}
+
+static void other_faults_reach_the_previous_handler(void **state) {
+  (void)state;
+  int status = in_child(child_chains, NULL, 0);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 4)
+    skip();   /* the sanitizer keeps SIGSEGV to itself: there is no chain to test */
+#endif
+  assert_child_ok(status);
+}
+
+/* -- A stack that had zones is plain memory for whoever gets it next -- */
+static __attribute__((noinline)) int use_stack_until(size_t keep) {
+  volatile char pad[1024];
+  pad[0] = 1;
+  if (vmt_stack_bytes_left() < keep) return pad[0];
+  return use_stack_until(keep) + pad[0];
+}
+
+static void *walk_own_stack(void *arg) {
+  (void)arg;
+  use_stack_until(2 * PAGE);   /* through where the previous thread's zones were */
+  return NULL;
+}
+
+static int child_reuses_stacks(void) {
+  for (int i = 0; i < 8; i++) {
+    vmt_thread_options_t o = guarded_options();
+    vmt_thread_t *t;
+    if (vmt_thread_start_ex(&t, &o, return_at_once, NULL) != 0) return 1;
+    if (vmt_thread_join(t, NULL) != 0 || vmt_thread_release(t) != 0) return 2;
+    /* The same stack size, no zones: glibc hands out the cached stack. */
+    o.flags &= ~(unsigned)VMT_THREAD_OPT_STACK_GUARD;
+    if (vmt_thread_start_ex(&t, &o, walk_own_stack, NULL) != 0) return 3;
+    if (vmt_thread_join(t, NULL) != 0 || vmt_thread_release(t) != 0) return 4;
+  }
+  return 0;
+}
+
+static void zones_are_undone_when_the_thread_ends(void **state) {
+  (void)state;
+  assert_child_ok(in_child(child_reuses_stacks, NULL, 0));
+}
+
+static void bad_guard_options_are_refused(void **state) {
+  (void)state;
+  vmt_thread_options_t o = guarded_options();
+  vmt_thread_t *t = NULL;
+  o.stack_guard.yellow_size = GUARDED_STACK;   /* leaves nothing to run on */
+  assert_int_equal(vmt_thread_start_ex(&t, &o, return_at_once, NULL), -EINVAL);
+  o = guarded_options();
+  o.stack_guard.red_size = (size_t)1 << 40;
+  assert_int_equal(vmt_thread_start_ex(&t, &o, return_at_once, NULL), -EINVAL);
+  assert_null(t);
+  o = guarded_options();
+  o.flags = VMT_THREAD_OPT_STACK_GUARD;
+  assert_int_equal(vmt_thread_attach(&o, &t), -EINVAL);   /* an attached stack is not ours */
+  assert_null(vmt_thread_current());
+  assert_string_equal(vmt_stack_zone_name(VMT_STACK_ZONE_YELLOW), "yellow");
+  assert_string_equal(vmt_stack_zone_name((vmt_stack_zone_t)99), "none");
+  assert_int_equal(vmt_stack_guard_reenable(), -EPERM);   /* no runtime thread here */
+}
+
+static const child_case_t cases[] = {
+    {"overflow_twice", child_overflow_twice},
+    {"runs_into_red", child_runs_into_red},
+    {"without_handler", child_without_handler},
+    {"chains", child_chains},
+    {"reuses_stacks", child_reuses_stacks},
+};
+
+int main(int argc, char **argv) {
+  child_cases = cases;
+  child_case_count = sizeof(cases) / sizeof(cases[0]);
+  if (argc == 3 && strcmp(argv[1], "--child") == 0) {
+    for (size_t i = 0; i < child_case_count; i++)
+      if (strcmp(argv[2], cases[i].name) == 0) return cases[i].body();
+    return 126;
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(started_thread_asks_itself),
       cmocka_unit_test(other_thread_asks_a_started_thread),
@@ -200,6 +522,12 @@ int main(void) {
       cmocka_unit_test(attached_thread_has_glibc_bounds),
       cmocka_unit_test(main_thread_has_glibc_bounds),
       cmocka_unit_test(foreign_thread_and_bad_input),
+      cmocka_unit_test(overflow_is_reported_and_zones_rearm),
+      cmocka_unit_test(zones_are_met_in_order_when_the_handler_returns),
+      cmocka_unit_test(without_a_handler_the_process_dies_with_a_report),
+      cmocka_unit_test(other_faults_reach_the_previous_handler),
+      cmocka_unit_test(zones_are_undone_when_the_thread_ends),
+      cmocka_unit_test(bad_guard_options_are_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

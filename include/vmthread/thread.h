@@ -54,7 +54,18 @@ enum vmt_thread_option_flags {
   VMT_THREAD_OPT_DAEMON = 1u << 2,
   VMT_THREAD_OPT_PRIORITY = 1u << 3,
   VMT_THREAD_OPT_STACK_SIZE = 1u << 4,
+  VMT_THREAD_OPT_STACK_GUARD = 1u << 5,
 };
+
+/* Guard zones below a started thread's usable stack (HotSpot's model, vmthread/stack.h): from
+ * the lowest address up, red, yellow, reserved. Each size is rounded up to whole pages; 0
+ * leaves that zone out. A frame that reaches a zone makes the runtime report the overflow to
+ * the VM's handler (vmt_stack_overflow_handler_set) on an alternate signal stack. */
+typedef struct vmt_stack_guard {
+  size_t red_size;        /* the last resort: reaching it is fatal unless the handler leaves */
+  size_t yellow_size;     /* reported, then opened for the handler (StackOverflowError) */
+  size_t reserved_size;   /* reported first, then opened (HotSpot's ReservedStackAccess) */
+} vmt_stack_guard_t;
 
 #define VMT_THREAD_NAME_MAX 4096     /* bytes of the full name, without the NUL */
 #define VMT_THREAD_OS_NAME_MAX 15    /* bytes the kernel keeps (pthread_setname_np) */
@@ -70,6 +81,9 @@ typedef struct vmt_thread_options {
   bool daemon;             /* default false */
   int priority;            /* VMT_THREAD_MIN_PRIORITY..MAX; default NORM */
   size_t stack_size;       /* 0 = default; rounding and clamping rule in docs/design.md */
+  /* Guard zones (VMT_THREAD_OPT_STACK_GUARD; started threads only, attach refuses them): the
+   * zones and 64 KiB must fit in the stack, else -EINVAL. */
+  vmt_stack_guard_t stack_guard;
 } vmt_thread_options_t;
 
 /*

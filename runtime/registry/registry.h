@@ -106,6 +106,12 @@ struct vmt__thread_cold {
   bool stack_reaping;        /* join is reaping the pthread: nobody may ask it any more */
   uintptr_t stack_lo, stack_hi;
   size_t stack_os_guard;
+  /* runtime/thread/stack_guard.c: the guard zones, written by the thread itself before its
+   * body runs and after it ends; read by its own signal handler. */
+  vmt_stack_guard_t guard;           /* asked for (page rounded) */
+  _Atomic bool zones_armed;          /* the zones are in place (release, after the fields) */
+  _Atomic unsigned zones_disabled;   /* 1u << vmt_stack_zone_t, opened after a hit */
+  vmt_os_altstack_t altstack;        /* the alternate signal stack the handler runs on */
 };
 
 /* Per-category figures (Eclipse OMR keeps these for GC/JIT/application threads). */
@@ -272,6 +278,7 @@ typedef struct vmt__thread_opts {
   bool daemon;
   int priority;
   size_t stack_size;       /* 0 = the platform default, else already rounded and clamped */
+  vmt_stack_guard_t guard; /* zone sizes, page rounded; all 0 without guard zones */
 } vmt__thread_opts_t;
 
 /* ---- Records (record.c) ---------------------------------------------------------------- */

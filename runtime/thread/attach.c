@@ -36,6 +36,8 @@ int vmt_thread_attach(const vmt_thread_options_t *options, vmt_thread_t **out) {
   vmt__thread_opts_t o;
   int rc = vmt__options_resolve(options, &o);
   if (rc) return rc;
+  /* An attached thread's stack is its creator's (a JVM's threads have HotSpot's zones). */
+  if (o.guard.red_size + o.guard.yellow_size + o.guard.reserved_size) return -EINVAL;
   vmt_thread_t *cur = vmt__current;
   if (cur != NULL) {
     if (cur->kind != VMT__KIND_ATTACHED) return -EINVAL;  /* a runtime thread already */

@@ -47,6 +47,7 @@ void vmt__thread_finish(vmt_thread_t *t, bool goes_on) {
   vmt__vms_thread_exit_end(t);
   vmt__registry_remove(t);
   vmt__alloc_thread_end(t);
+  vmt__stack_guard_end(t);
   vmt__current_set(NULL);
   if (!kept) vmt__self = NULL;
   atomic_store_explicit(&t->done, 1, memory_order_release);

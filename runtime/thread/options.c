@@ -17,7 +17,7 @@
 
 #define KNOWN_FLAGS                                                                      \
   (VMT_THREAD_OPT_NAME | VMT_THREAD_OPT_CATEGORY | VMT_THREAD_OPT_DAEMON |               \
-   VMT_THREAD_OPT_PRIORITY | VMT_THREAD_OPT_STACK_SIZE)
+   VMT_THREAD_OPT_PRIORITY | VMT_THREAD_OPT_STACK_SIZE | VMT_THREAD_OPT_STACK_GUARD)
 
 bool vmt__utf8_valid(const char *s, size_t len) {
   const unsigned char *p = (const unsigned char *)s;
@@ -74,6 +74,29 @@ size_t vmt__stack_size_rule(size_t requested) {
   return rounded < lo ? lo : rounded;
 }
 
+/* Rounds each zone up to pages and checks that they and VMT__STACK_GUARD_MIN_USABLE fit in the
+ * stack the thread will get (its stack_size, or the platform default). */
+static int guard_resolve(const vmt_stack_guard_t *g, vmt__thread_opts_t *out) {
+  size_t pg = vmt_os_page_size();
+  const size_t *in[3] = {&g->red_size, &g->yellow_size, &g->reserved_size};
+  size_t *res[3] = {&out->guard.red_size, &out->guard.yellow_size, &out->guard.reserved_size};
+  size_t total = 0;
+  for (int i = 0; i < 3; i++) {
+    if (*in[i] > VMT__STACK_MAX_BYTES) return -EINVAL;
+    *res[i] = (*in[i] + pg - 1) / pg * pg;
+    total += *res[i];
+  }
+  size_t stack = out->stack_size;
+  if (stack == 0) {
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr) != 0 || pthread_attr_getstacksize(&attr, &stack) != 0)
+      return -EINVAL;
+    pthread_attr_destroy(&attr);
+  }
+  if (total + VMT__STACK_GUARD_MIN_USABLE > stack) return -EINVAL;
+  return 0;
+}
+
 int vmt__options_resolve(const vmt_thread_options_t *options, vmt__thread_opts_t *out) {
   memset(out, 0, sizeof(*out));
   out->category = "app";
@@ -100,5 +123,6 @@ int vmt__options_resolve(const vmt_thread_options_t *options, vmt__thread_opts_t
     out->priority = options->priority;
   }
   if (f & VMT_THREAD_OPT_STACK_SIZE) out->stack_size = vmt__stack_size_rule(options->stack_size);
+  if (f & VMT_THREAD_OPT_STACK_GUARD) return guard_resolve(&options->stack_guard, out);
   return 0;
 }

@@ -67,6 +67,14 @@ int vmt_thread_stack_info(vmt_thread_t *t, vmt_stack_info_t *out) {
     out->hi = c->stack_hi;
     out->os_guard_size = c->stack_os_guard;
     out->limit = __atomic_load_n(&c->fast.stack_limit, __ATOMIC_RELAXED);
+    /* The zones are set before the body runs and never change after, but by the thread's
+     * end; a reader of another thread sees them as of now. */
+    bool armed = atomic_load_explicit(&c->zones_armed, memory_order_acquire);
+    out->red_size = armed ? c->guard.red_size : 0;
+    out->yellow_size = armed ? c->guard.yellow_size : 0;
+    out->reserved_size = armed ? c->guard.reserved_size : 0;
+    out->disabled_zones = armed ? atomic_load_explicit(&c->zones_disabled, memory_order_relaxed)
+                                : 0;
   }
   vmt__record_unref(t);
   return rc;

@@ -37,6 +37,9 @@ static void *trampoline(void *arg) {
   pthread_cleanup_push(on_exit_path, t);
   /* Best effort, as in HotSpot: a thread runs fine under its inherited kernel name. */
   vmt_os_set_native_name(t->os_name);
+  /* Likewise: without the zones it asked for (the map count or memory ran out), a thread runs
+   * and its stack info shows none. */
+  vmt__stack_guard_begin(t);
   t->result = t->fn(t->arg);
   pthread_cleanup_pop(1);
   /* t may be recycled by now (its last reference went in the cleanup handler). */
@@ -55,6 +58,7 @@ static int start(vmt_thread_t **out, const vmt__thread_opts_t *o, vmt__thread_ki
   atomic_store_explicit(&t->user_refs, 1, memory_order_relaxed);
   t->fn = fn;
   t->arg = arg;
+  t->cold->guard = o->guard;   /* the child protects them before its body runs */
   t->result = PTHREAD_CANCELED;  /* unless the body returns or calls vmt_thread_exit */
   t->start_time_ns = vmt_os_java_time_nanos();
   atomic_store_explicit(&t->state, VMT_THREAD_RUNNABLE, memory_order_relaxed);

@@ -24,6 +24,8 @@ int vmt__options_resolve(const vmt_thread_options_t *options, vmt__thread_opts_t
 #define VMT__STACK_MIN_BYTES ((size_t)64 * 1024)
 #define VMT__STACK_MAX_BYTES ((size_t)1 << 30)
 size_t vmt__stack_size_rule(size_t requested);
+/* Bytes above the guard zones a thread must keep, at least (options.c, stack_guard.c). */
+#define VMT__STACK_GUARD_MIN_USABLE ((size_t)64 * 1024)
 /* True if s[0..len) is well-formed UTF-8 (no overlong forms, surrogates or > U+10FFFF). */
 bool vmt__utf8_valid(const char *s, size_t len);
 
@@ -39,6 +41,14 @@ int vmt__stack_bounds_ensure(vmt_thread_t *t);
 /* Join is about to reap t's pthread (reaping: nobody asks it any more), or was cancelled
  * before it did (false again). */
 void vmt__stack_mark_reaping(vmt_thread_t *t, bool reaping);
+
+/* ---- Guard zones (stack_guard.c) ---------------------------------------------------------- */
+/* On the new thread before its body: bounds, alternate stack, zones t->cold->guard asks for,
+ * the process's handler. 0, or -errno with nothing left in place (the thread runs without
+ * zones, and its stack info says so). */
+int vmt__stack_guard_begin(vmt_thread_t *t);
+/* On the thread at its end: the zones become plain stack again, the alternate stack goes. */
+void vmt__stack_guard_end(vmt_thread_t *t);
 
 /* ---- TLS slots (tls.c) ------------------------------------------------------------------ */
 /* The destructors of t's slots, then every slot cleared; run by t itself as it ends. */
