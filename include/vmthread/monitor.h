@@ -68,6 +68,9 @@ VMT_EXPORT int vmt_monitor_wait(vmt_monitor_t *m, int64_t timeout_ns);
 VMT_EXPORT int vmt_monitor_notify(vmt_monitor_t *m);     /* -EPERM if not owner */
 VMT_EXPORT int vmt_monitor_notify_all(vmt_monitor_t *m); /* -EPERM if not owner */
 
+/* Thread.holdsLock(m): 1 if the calling thread owns m (at any depth), 0 if not, -EINVAL. */
+VMT_EXPORT int vmt_monitor_holds_lock(const vmt_monitor_t *m);
+
 /* The display name "name@hexid" into buf (truncated, always NUL-terminated); bytes needed
  * (snprintf's rule). -EINVAL also for a NULL buf with len > 0. */
 VMT_EXPORT int vmt_monitor_describe(const vmt_monitor_t *m, char *buf, size_t len);
@@ -99,6 +102,8 @@ VMT_EXPORT int vmt_sync_try_lock(vmt_sync_t *s);           /* -EBUSY if owned */
 /* -ETIMEDOUT; timeout_ns <= 0 only tries (tryLock(0, unit)), but reports -ETIMEDOUT. */
 VMT_EXPORT int vmt_sync_timed_lock(vmt_sync_t *s, int64_t timeout_ns);
 VMT_EXPORT int vmt_sync_unlock(vmt_sync_t *s);             /* -EPERM if not owner */
+/* ReentrantLock.isHeldByCurrentThread: 1 if the calling thread owns s, 0 if not, -EINVAL. */
+VMT_EXPORT int vmt_sync_holds_lock(const vmt_sync_t *s);
 VMT_EXPORT int vmt_sync_describe(const vmt_sync_t *s, char *buf, size_t len);
 
 /* Thread.sleep: TIMED_WAITING, counted as a wait. Timeout honoured across EINTR (a

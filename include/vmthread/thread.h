@@ -161,14 +161,59 @@ VMT_EXPORT int vmt_thread_attach(const vmt_thread_options_t *options, vmt_thread
  * threads). */
 VMT_EXPORT int vmt_thread_detach(void);
 
+/*
+ * Start and exit hooks (JVMTI's ThreadStart / ThreadEnd), run on the thread itself:
+ * - on_start: a started thread's once it is current, in the registry and named, before its
+ *   body (it may run before the creator's vmt_thread_start has returned and counted it: start
+ *   never waits for the child); an attached thread's at its first attach, once it is current
+ *   and counted, before attach returns.
+ * - on_exit: first on the way out (return, vmt_thread_exit, cancellation, last detach, ending
+ *   while attached), while the thread is still current, RUNNABLE, listed and holding its
+ *   locks, before its TLS destructors.
+ * Start hooks run in the order they were added, exit hooks in the reverse order. A thread that
+ * started before a hook was added runs its on_exit (not its on_start). Internal threads run
+ * none. Either function may be NULL, not both. Errors: add -EINVAL, -EAGAIN (all
+ * VMT_THREAD_HOOKS_MAX slots in use); remove -ENOENT (no such triple), -EDEADLK (called from a
+ * hook). remove waits for calls of that hook in progress on other threads, so ctx may be
+ * freed once it returns.
+ */
+#define VMT_THREAD_HOOKS_MAX 8
+typedef void (*vmt_thread_hook_fn)(vmt_thread_t *t, void *ctx);
+VMT_EXPORT int vmt_thread_hooks_add(vmt_thread_hook_fn on_start, vmt_thread_hook_fn on_exit,
+                                    void *ctx);
+VMT_EXPORT int vmt_thread_hooks_remove(vmt_thread_hook_fn on_start, vmt_thread_hook_fn on_exit,
+                                       void *ctx);
+
 /* Accessors: valid while the caller holds a reference. NULL t gives -1 / NULL / false. */
 VMT_EXPORT int64_t vmt_thread_id(const vmt_thread_t *t);        /* Java id: > 0, never reused */
-VMT_EXPORT const char *vmt_thread_name(const vmt_thread_t *t);   /* full name, immutable */
-VMT_EXPORT const char *vmt_thread_os_name(const vmt_thread_t *t); /* the name the kernel got */
+/* The full name. The string stays valid until t is renamed (vmt_thread_set_name) or released;
+ * a thread that others may rename is read with vmt_thread_get_name. */
+VMT_EXPORT const char *vmt_thread_name(const vmt_thread_t *t);
+/* The name the kernel has (at most VMT_THREAD_OS_NAME_MAX bytes); changes only when the thread
+ * renames itself. */
+VMT_EXPORT const char *vmt_thread_os_name(const vmt_thread_t *t);
 VMT_EXPORT const char *vmt_thread_category(const vmt_thread_t *t);
 VMT_EXPORT bool vmt_thread_is_daemon(const vmt_thread_t *t);
 /* Java priority as given; like HotSpot on Linux by default, the OS priority is not changed. */
 VMT_EXPORT int vmt_thread_priority(const vmt_thread_t *t);
+
+/*
+ * Thread.setName: t's full name becomes a copy of name (valid UTF-8, 1..VMT_THREAD_NAME_MAX
+ * bytes, as in the options), whatever t's state. The kernel name follows (its first 15 bytes,
+ * cut at a character boundary) only when t is the calling thread and was started by the
+ * runtime, as HotSpot does (JVM_SetNativeThreadName: the current thread only, never one
+ * attached through JNI); a kernel that refuses leaves the old kernel name, and the call still
+ * succeeds. Errors: -EINVAL (NULL t or name, a name the options would refuse), -ENOMEM (the
+ * old name stays).
+ */
+VMT_EXPORT int vmt_thread_set_name(vmt_thread_t *t, const char *name);
+/* Copies t's full name into buf (snprintf's rule: truncated, always terminated when len > 0)
+ * under the lock a rename takes; the length of the name. -EINVAL for NULL t, or a NULL buf with
+ * len > 0. */
+VMT_EXPORT int vmt_thread_get_name(vmt_thread_t *t, char *buf, size_t len);
+/* Thread.setPriority: stores VMT_THREAD_MIN_PRIORITY..MAX (the OS priority is not changed,
+ * as above). -EINVAL for NULL t or a priority out of range. */
+VMT_EXPORT int vmt_thread_set_priority(vmt_thread_t *t, int priority);
 VMT_EXPORT vmt_thread_state_t vmt_thread_state(const vmt_thread_t *t);
 
 /*

@@ -66,7 +66,7 @@ static int owner_of(const vmt__snapshot_t *snap, int64_t owner_id, vmt_thread_in
   int rc = 0;
   if (owner) {
     info->lock_owner_id = owner_id;
-    info->lock_owner_name = vmt__mx_strdup(owner->name);
+    info->lock_owner_name = vmt__record_name_dup(owner);
     if (!info->lock_owner_name) rc = -ENOMEM;
   }
   if (fresh) vmt__registry_release(fresh);
@@ -144,18 +144,21 @@ static int read_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, unsign
   }
   /* One allocation for the ThreadInfo and its two strings: three mallocs and frees fewer per
    * thread in a dump. */
-  size_t name_len = strlen(t->name) + 1, category_len = strlen(t->category->name) + 1;
+  /* The name is read under the record's lock, which a rename takes (registry/record.c). */
+  const char *name = vmt__record_name_hold(t);
+  size_t name_len = strlen(name) + 1, category_len = strlen(t->category->name) + 1;
   vmt_thread_info_t *info = vmt__mx_calloc(1, sizeof(*info) + name_len + category_len);
+  if (info) info->name = memcpy((char *)(info + 1), name, name_len);
+  vmt__record_name_release(t);
   if (!info) {
     free(li.held);
     return -ENOMEM;
   }
-  info->name = memcpy((char *)(info + 1), t->name, name_len);
   info->category = memcpy(info->name + name_len, t->category->name, category_len);
   info->id = t->id;
   info->state = (vmt_thread_state_t)state;
   info->daemon = t->daemon;
-  info->priority = t->priority;
+  info->priority = atomic_load_explicit(&t->priority, memory_order_relaxed);
   info->tid = vmt_os_thread_tid(&t->os);
   if (flags & VMT_MX_INFO_NO_CPU_TIME) {
     info->user_time_ns = info->cpu_time_ns = -1;

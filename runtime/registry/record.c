@@ -130,6 +130,48 @@ void vmt__record_unref(vmt_thread_t *t) {
   pool_put(t);
 }
 
+int vmt__record_rename(vmt_thread_t *t, const char *name, size_t len, const char *os_name) {
+  char *fresh = vmt__fault_hit(VMT__FAULT_ALLOC) == 0 ? malloc(len + 1) : NULL;
+  if (fresh == NULL) return -ENOMEM;
+  memcpy(fresh, name, len);
+  fresh[len] = '\0';
+  pthread_mutex_lock(&t->cold->lock);
+  char *old = atomic_exchange(&t->name, fresh);
+  if (os_name) snprintf(t->os_name, sizeof(t->os_name), "%s", os_name);
+  pthread_mutex_unlock(&t->cold->lock);
+  free(old);   /* nobody copies it any more: copies are made under the lock */
+  return 0;
+}
+
+char *vmt__record_name_dup(vmt_thread_t *t) {
+  if (vmt__fault_hit(VMT__FAULT_ALLOC) != 0) return NULL;
+  pthread_mutex_lock(&t->cold->lock);
+  char *copy = strdup(atomic_load(&t->name));
+  pthread_mutex_unlock(&t->cold->lock);
+  return copy;
+}
+
+const char *vmt__record_name_hold(vmt_thread_t *t) {
+  pthread_mutex_lock(&t->cold->lock);
+  return atomic_load(&t->name);
+}
+
+void vmt__record_name_release(vmt_thread_t *t) { pthread_mutex_unlock(&t->cold->lock); }
+
+size_t vmt__record_name_copy(vmt_thread_t *t, char *buf, size_t len) {
+  pthread_mutex_lock(&t->cold->lock);
+  const char *name = atomic_load(&t->name);
+  size_t n = strlen(name);
+  if (len > 0) {
+    size_t k = n < len - 1 ? n : len - 1;
+    memcpy(buf, name, k);
+    buf[k] = '\0';
+  }
+  pthread_mutex_unlock(&t->cold->lock);
+  return n;
+}
+
+
 static void pool_fork_prepare(void) { pthread_mutex_lock(&pool_lock); }
 static void pool_fork_parent(void) { pthread_mutex_unlock(&pool_lock); }
 static void pool_fork_child(void) { pthread_mutex_init(&pool_lock, NULL); }

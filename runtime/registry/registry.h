@@ -139,8 +139,10 @@ struct vmt_thread {
   _Atomic bool count_claimed;        /* counted as started, by its starter or itself */
   bool daemon;
   _Atomic int priority;              /* Java priority (vmt_thread_set_priority) */
-  char *name;                        /* full name, immutable */
-  char os_name[VMT_THREAD_OS_NAME_MAX + 1];
+  /* Full name. Replaced by a rename under cold->lock (record.c), which readers that copy it
+   * hold; the old string is freed after the swap. */
+  _Atomic(char *) name;
+  char os_name[VMT_THREAD_OS_NAME_MAX + 1];   /* changed only by the thread itself, likewise */
   vmt__category_t *category;         /* interned, lives for the process */
   int64_t start_time_ns;             /* vmt_os_java_time_nanos() at start/attach */
   vmt_os_thread_t os;
@@ -293,6 +295,17 @@ int vmt__record_init(vmt_thread_t *t, const vmt__thread_opts_t *o, vmt__thread_k
 void vmt__record_unref(vmt_thread_t *t);
 /* Takes an internal reference if the record is live (magic set and refs > 0). */
 bool vmt__record_ref_if_live(vmt_thread_t *t);
+/* Replaces t's name with name[0..len) (validated by the caller); with os_name, also the
+ * kernel name kept in the record. 0 or -ENOMEM (the name is unchanged then). */
+int vmt__record_rename(vmt_thread_t *t, const char *name, size_t len, const char *os_name);
+/* A malloc'ed copy of t's name (t protected by a reference or a snapshot), NULL on -ENOMEM. */
+char *vmt__record_name_dup(vmt_thread_t *t);
+/* t's name, held still (renames of t wait) until vmt__record_name_release: for a caller that
+ * copies it into memory of its own. */
+const char *vmt__record_name_hold(vmt_thread_t *t);
+void vmt__record_name_release(vmt_thread_t *t);
+/* t's name into buf (snprintf's rule: always terminated when len > 0); the bytes it needs. */
+size_t vmt__record_name_copy(vmt_thread_t *t, char *buf, size_t len);
 
 /* ---- Registry writer side (registry.c) ------------------------------------------------- */
 /* Gives t its id and makes it visible in a new snapshot (not yet counted). 0 or -ENOMEM

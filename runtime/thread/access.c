@@ -5,6 +5,7 @@
  * current() is one initial-exec TLS load of vmt__current (runtime/registry/record.c).
  */
 #include <errno.h>
+#include <string.h>
 
 #include "runtime/thread/thread_impl.h"
 
@@ -24,16 +25,52 @@ const char *vmt_thread_state_name(vmt_thread_state_t state) {
 }
 
 int64_t vmt_thread_id(const vmt_thread_t *t) { return t ? t->id : -1; }
-const char *vmt_thread_name(const vmt_thread_t *t) { return t ? t->name : NULL; }
+const char *vmt_thread_name(const vmt_thread_t *t) {
+  return t ? atomic_load_explicit(&((vmt_thread_t *)t)->name, memory_order_acquire) : NULL;
+}
 const char *vmt_thread_os_name(const vmt_thread_t *t) { return t ? t->os_name : NULL; }
 const char *vmt_thread_category(const vmt_thread_t *t) { return t ? t->category->name : NULL; }
 bool vmt_thread_is_daemon(const vmt_thread_t *t) { return t ? t->daemon : false; }
-int vmt_thread_priority(const vmt_thread_t *t) { return t ? t->priority : -1; }
+int vmt_thread_priority(const vmt_thread_t *t) {
+  return t ? atomic_load_explicit(&((vmt_thread_t *)t)->priority, memory_order_relaxed) : -1;
+}
 
 vmt_thread_state_t vmt_thread_state(const vmt_thread_t *t) {
   if (t == NULL) return VMT_THREAD_STATE_INVALID;
   return (vmt_thread_state_t)atomic_load_explicit(&((vmt_thread_t *)t)->state,
                                                   memory_order_acquire);
+}
+
+int vmt_thread_set_name(vmt_thread_t *t, const char *name) {
+  if (t == NULL || name == NULL) return -EINVAL;
+  size_t len = strnlen(name, VMT_THREAD_NAME_MAX + 1);
+  if (len == 0 || len > VMT_THREAD_NAME_MAX || !vmt__utf8_valid(name, len)) return -EINVAL;
+  if (!vmt__record_ref_if_live(t)) return -EINVAL;
+  char os_name[VMT_THREAD_OS_NAME_MAX + 1];
+  bool own_kernel_name = t == vmt__current && t->kind == VMT__KIND_STARTED;
+  if (own_kernel_name) {
+    vmt_os_native_name(name, os_name);
+    own_kernel_name = vmt_os_set_native_name(os_name) == 0;
+  }
+  int rc = vmt__record_rename(t, name, len, own_kernel_name ? os_name : NULL);
+  vmt__record_unref(t);
+  return rc;
+}
+
+int vmt_thread_get_name(vmt_thread_t *t, char *buf, size_t len) {
+  if (t == NULL || (buf == NULL && len > 0) || !vmt__record_ref_if_live(t)) return -EINVAL;
+  size_t n = vmt__record_name_copy(t, buf, len);
+  vmt__record_unref(t);
+  return (int)n;
+}
+
+int vmt_thread_set_priority(vmt_thread_t *t, int priority) {
+  if (t == NULL || priority < VMT_THREAD_MIN_PRIORITY || priority > VMT_THREAD_MAX_PRIORITY)
+    return -EINVAL;
+  if (!vmt__record_ref_if_live(t)) return -EINVAL;
+  atomic_store_explicit(&t->priority, priority, memory_order_relaxed);
+  vmt__record_unref(t);
+  return 0;
 }
 
 pid_t vmt_thread_tid(vmt_thread_t *t) {

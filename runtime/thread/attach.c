@@ -79,6 +79,7 @@ int vmt_thread_attach(const vmt_thread_options_t *options, vmt_thread_t **out) {
    * (vmt_thread_stack_info then answers -ESRCH for another thread, and retries for this one). */
   vmt__stack_bounds_ensure(t);
   vmt__registry_count(t);
+  vmt__hooks_run(t, true);
   *out = t;
   return 0;
 }

@@ -7,7 +7,8 @@
  *  -. The thread moves into VM code (vmt__vms_thread_exit_begin): it runs its pending
  *     handshakes, and waits while suspended or while a safepoint holds, so that none of what
  *     follows happens under a safepoint or to a suspended thread.
- *  0. The TLS slots' destructors (tls.c), on the thread itself while it is still current,
+ *  0. The VM's exit hooks (hooks.c, JVMTI's ThreadEnd), then the TLS slots' destructors
+ *     (tls.c), on the thread itself while it is still current,
  *     RUNNABLE and listed, holding its locks: a destructor is VM code that may use the runtime.
  *     Then the locks the thread still holds are released (vmt__monitor_thread_end): their
  *     waiters must not wait for a thread that is gone, nor for the next thread to reuse this
@@ -35,6 +36,7 @@ void vmt__thread_finish(vmt_thread_t *t, bool goes_on) {
   pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old_cancel);
   vmt__vms_thread_exit_begin(t);
   (void)vmt__fault_hit(VMT__FAULT_THREAD_EXITING);   /* a hook point only */
+  vmt__hooks_run(t, false);
   vmt__tls_thread_end(t);
   bool kept = goes_on && vmt__monitor_keep(t);
   if (!kept) vmt__monitor_thread_end(t);

@@ -40,6 +40,7 @@ static void *trampoline(void *arg) {
   /* Likewise: without the zones it asked for (the map count or memory ran out), a thread runs
    * and its stack info shows none. */
   vmt__stack_guard_begin(t);
+  vmt__hooks_run(t, true);
   t->result = t->fn(t->arg);
   pthread_cleanup_pop(1);
   /* t may be recycled by now (its last reference went in the cleanup handler). */

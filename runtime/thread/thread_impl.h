@@ -50,6 +50,11 @@ int vmt__stack_guard_begin(vmt_thread_t *t);
 /* On the thread at its end: the zones become plain stack again, the alternate stack goes. */
 void vmt__stack_guard_end(vmt_thread_t *t);
 
+/* ---- Start and exit hooks (hooks.c) ------------------------------------------------------ */
+/* Runs the VM's start (start = true) or exit hooks for t, on t itself; none for internal
+ * threads. */
+void vmt__hooks_run(vmt_thread_t *t, bool start);
+
 /* ---- TLS slots (tls.c) ------------------------------------------------------------------ */
 /* The destructors of t's slots, then every slot cleared; run by t itself as it ends. */
 void vmt__tls_thread_end(vmt_thread_t *t);
