@@ -206,6 +206,27 @@ VMT_EXPORT int vmt_mx_get_thread_user_time(int64_t id, int64_t *ns);
 VMT_EXPORT int vmt_mx_get_thread_cpu_time_array(const int64_t *ids, size_t count, int64_t *out);
 VMT_EXPORT int vmt_mx_get_thread_user_time_array(const int64_t *ids, size_t count, int64_t *out);
 
+/* ---- CPU time per thread category (Eclipse OMR's omrthread_get_jvm_cpu_usage_info) ------- *
+ * For each category (vmt_thread_options_t.category) that has had a thread, sorted by name:
+ * its live and started counts and the CPU time of its live threads plus every one that
+ * exited, from one consistent moment (a thread that exits during the call is counted once,
+ * live or exited). An attached thread counts the CPU it used while attached. The times
+ * agree with the per-thread times of vmt_mx_get_thread_cpu_time: the category's cpu_time_ns is
+ * their sum over its live threads plus its threads' times at their exits (the few
+ * microseconds of an exit path after its last read are counted nowhere). The runtime's
+ * internal threads are in no category. Times are -1 while thread CPU time is unsupported or
+ * disabled (vmt_mx_set_thread_cpu_time_enabled). *out is malloc'ed (free with
+ * vmt_mx_category_usage_free), never NULL on success. Errors: -EINVAL (NULL), -ENOMEM. */
+typedef struct vmt_category_usage {
+  char name[VMT_THREAD_CATEGORY_MAX + 1];
+  int32_t live_count;
+  int64_t started_count;         /* threads started or attached in it, ever */
+  int64_t cpu_time_ns;           /* live + exited threads */
+  int64_t exited_cpu_time_ns;    /* the exited threads' part of it */
+} vmt_category_usage_t;
+VMT_EXPORT int vmt_mx_get_category_usage(vmt_category_usage_t **out, size_t *count);
+VMT_EXPORT void vmt_mx_category_usage_free(vmt_category_usage_t *usage);
+
 /* ---- Contention monitoring ------------------------------------------------------------- */
 VMT_EXPORT bool vmt_mx_is_thread_contention_monitoring_supported(void);
 VMT_EXPORT bool vmt_mx_is_thread_contention_monitoring_enabled(void);

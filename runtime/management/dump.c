@@ -357,6 +357,34 @@ void vmt__mx_format_utc_now(char *buf, size_t len, bool iso8601) {
  * for the deadlock section. The header counts the threads listed when the dump begins (a thread
  * that ends during the dump is left out, as from dumpAllThreads).
  */
+/* The last section: CPU time and counts per thread category (category.c). */
+static int put_categories(text_t *t) {
+  vmt_category_usage_t *u = NULL;
+  size_t n = 0;
+  int rc = vmt_mx_get_category_usage(&u, &n);
+  if (rc) return rc;
+  put_str(t, "Thread categories:\n");
+  for (size_t i = 0; i < n; i++) {
+    put_char(t, '\t');
+    put_str(t, u[i].name);
+    put_str(t, ": live=");
+    put_int(t, u[i].live_count);
+    put_str(t, " started=");
+    put_int(t, u[i].started_count);
+    if (u[i].cpu_time_ns >= 0) {
+      put_str(t, " cpu=");
+      put_fixed2(t, u[i].cpu_time_ns, 1000000);
+      put_str(t, "ms (exited threads ");
+      put_fixed2(t, u[i].exited_cpu_time_ns, 1000000);
+      put_str(t, "ms)");
+    }
+    put_char(t, '\n');
+  }
+  put_char(t, '\n');
+  vmt_mx_category_usage_free(u);
+  return 0;
+}
+
 static int write_dump(text_t *t, FILE *out, const void *caller_pc) {
   /* Deadlocked threads stay put, so finding them first guarantees they are in the dump. */
   int64_t *dl = NULL;
@@ -420,6 +448,7 @@ static int write_dump(text_t *t, FILE *out, const void *caller_pc) {
   vmt__mx_stacks_end(&stacks);
   vmt__registry_release(snap);
   if (rc == 0) rc = put_deadlocks(t, kept, nkept, dl, ndl);
+  if (rc == 0) rc = put_categories(t);
   if (out) text_flush(t, out, true);
   for (size_t i = 0; i < nkept; i++) vmt_mx_thread_info_free(kept[i]);
   free(kept);

@@ -51,8 +51,11 @@
  * Reclamation runs amortised (once 16 + <hazard blocks> items are pending) from a start or exit
  * that finds the reclaim lock free; it never blocks on it.
  *
- * Counters (live, peak, daemon, total started, per-category live) change under the writer
- * lock and are read with plain atomic loads.
+ * Counters (live, peak, daemon, total started, per-category live, started and exited CPU)
+ * change under the writer lock and are read with plain atomic loads. An exit's CPU time moves
+ * into its category, and its port record becomes exiting, inside an odd exit sequence, so a
+ * reader of a category's whole CPU time (exited total plus live clocks) can tell whether an
+ * exit raced with its sweep (vmt__registry_exit_seq).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -87,6 +90,7 @@ static _Atomic size_t count_hint, kept_hint;
 
 static _Atomic int32_t live_count, peak_count, daemon_count;
 static _Atomic int64_t started_total;
+static _Atomic uint64_t exit_seq;      /* odd inside an exit's CPU accounting; writer_lock */
 
 static _Atomic(vmt__snapshot_t *) retired_snapshots;
 static _Atomic(vmt_thread_t *) retired_records;
@@ -426,6 +430,7 @@ void vmt__registry_count(vmt_thread_t *t) {
   }
   atomic_store_explicit(&t->count_claimed, true, memory_order_release);
   atomic_fetch_add_explicit(&started_total, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&t->category->started, 1, memory_order_relaxed);
   /* A thread that already left (its child ran and ended first) is counted as started only. */
   if (reg_state(t) == VMT__REG_IN) {
     atomic_store_explicit(&t->counted, true, memory_order_relaxed);
@@ -467,8 +472,23 @@ static void compact(void) {
   }
 }
 
-void vmt__registry_remove(vmt_thread_t *t) {
+void vmt__registry_remove(vmt_thread_t *t, bool exiting) {
   pthread_mutex_lock(&writer_lock);
+  if (exiting) {
+    uint64_t s = atomic_load_explicit(&exit_seq, memory_order_relaxed);
+    /* A sequence lock without fences (sync_impl.h: Boehm's variant that TSan can check):
+     * the odd store, then release stores (the add; the port's seq_cst mark), then the even
+     * release store. A reader that saw either store re-reads the sequence changed. */
+    atomic_store_explicit(&exit_seq, s + 1, memory_order_relaxed);
+    /* Read inside the odd section: any reading of this clock a reader kept was taken before
+     * it (later ones fail their sequence check or find the record exiting), so it is not
+     * above what the total receives. */
+    int64_t cpu_ns = vmt_os_current_thread_cpu_time(false) - t->cpu_at_begin_ns;
+    if (t->kind != VMT__KIND_INTERNAL && cpu_ns > 0)
+      atomic_fetch_add_explicit(&t->category->exited_cpu_ns, cpu_ns, memory_order_release);
+    vmt_os_thread_mark_exiting(&t->os);
+    atomic_store_explicit(&exit_seq, s + 2, memory_order_release);
+  }
   uncount_locked(t);
   tombstone_locked(t);
   vmt__snapshot_t *cur = atomic_load_explicit(&vmt__current_snapshot, memory_order_relaxed);
@@ -519,6 +539,12 @@ void vmt__registry_counts(vmt__counts_t *out) {
   out->daemon = atomic_load_explicit(&daemon_count, memory_order_relaxed);
   out->total_started = atomic_load_explicit(&started_total, memory_order_relaxed);
 }
+
+uint64_t vmt__registry_exit_seq(void) {
+  return atomic_load_explicit(&exit_seq, memory_order_acquire);
+}
+void vmt__registry_exits_hold(void) { pthread_mutex_lock(&writer_lock); }
+void vmt__registry_exits_release(void) { pthread_mutex_unlock(&writer_lock); }
 
 void vmt__registry_reset_peak(void) {
   pthread_mutex_lock(&writer_lock);
@@ -585,11 +611,12 @@ VMT__PROCESS_STATE(registry,
                               "generation tombstoned tombstones count_hint kept_hint live_count "
                               "peak_count daemon_count started_total retired_snapshots "
                               "retired_records retired_pending reclaim_threshold kept_snapshots "
-                              "kept_records",
+                              "kept_records exit_seq",
                    .rule = VMT__FORK_RESET,
                    .fork = "held across fork; then every other thread's record is a terminated "
                            "thread of another process (tombstoned, done, its own reference "
                            "dropped), live and peak count only the forking thread, total "
-                           "started is kept; retired lists are kept for the next reclamation",
+                           "started is kept; retired lists are kept for the next reclamation; "
+                           "the exit sequence is even (exits run under the writer lock)",
                    .rank = VMT__RANK_REGISTRY + 1, .prepare = registry_fork_prepare,
                    .parent = registry_fork_parent, .child = registry_fork_child);

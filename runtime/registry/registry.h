@@ -119,7 +119,10 @@ typedef struct vmt__category {
   struct vmt__category *next;
   char name[VMT_THREAD_CATEGORY_MAX + 1];
   _Atomic int32_t live;
-  _Atomic int64_t exited_cpu_ns;   /* CPU time of the category's threads that have exited */
+  _Atomic int64_t started;         /* threads ever counted in it (started or attached) */
+  /* CPU time of the category's threads that have exited (an attached thread's while it was
+   * attached), added under the writer lock inside an odd exit sequence (registry.c). */
+  _Atomic int64_t exited_cpu_ns;
 } vmt__category_t;
 
 struct vmt_thread {
@@ -315,10 +318,23 @@ int vmt__registry_insert(vmt_thread_t *t);
  * calls it after pthread_create and the thread itself before its body, and the first call
  * counts, so no instruction of the body runs uncounted. Internal threads are never counted. */
 void vmt__registry_count(vmt_thread_t *t);
-/* Uncounts t and tombstones it in the current snapshot; never fails. A later rebuild drops it
- * (this call rebuilds, allocating, only when tombstones crowd the snapshot); the registry's
- * reference on t goes once no reader can see it. */
-void vmt__registry_remove(vmt_thread_t *t);
+/* Uncounts t and tombstones it in the current snapshot; never fails. A later rebuild drops
+ * it (this call rebuilds, allocating, only when tombstones crowd the snapshot); the registry's
+ * reference on t goes once no reader can see it. With `exiting` (t is the calling thread, on
+ * its way out), in one step under the writer lock and inside an odd exit sequence, t's CPU
+ * time since it began (its own clock, read there) joins its category's exited total and t's
+ * port record is marked exiting: a reader that sweeps the live threads' clocks sees each
+ * thread live or in the total, never both nor neither, and never a live reading above the
+ * total it later joins (vmt__registry_exit_seq). A start that failed passes false. */
+void vmt__registry_remove(vmt_thread_t *t, bool exiting);
+/* The exit sequence: odd while an exit moves its CPU time into its category. A reader that
+ * read it even, then the totals and the live clocks, then the same value again, read one
+ * consistent state. */
+uint64_t vmt__registry_exit_seq(void);
+/* Holds off exits (and starts) for a reader that keeps seeing the sequence move: under it the
+ * sequence does not change. Short: a sweep of clocks, no allocation. */
+void vmt__registry_exits_hold(void);
+void vmt__registry_exits_release(void);
 
 /* ---- Fork generation (record.c: incremented in every fork child; runtime/process.h) ----- */
 /* Incremented in every fork child. A record whose fork_generation differs describes a thread

@@ -15,17 +15,18 @@
  *     record. A detach is no end: the thread may still be inside them, so it keeps them, and
  *     the record stays their owner, silent, until the thread ends (vmt__monitor_keep;
  *     docs/monitors.md).
- *  1. CPU time of the thread, added to its category's exited total, then the port record is
- *     marked exiting. A category sum (exited total + live threads' clocks) may count the last
- *     microseconds twice for an instant, never miss them, and never goes backwards.
- *  2. TERMINATED; then EXITED for the VM services (vmt__vms_thread_exit_end: what was queued
- *     meanwhile runs, later requests get -ESRCH); then out of the registry: live/daemon/
- *     category counts drop here.
- *  3. Allocation counters folded into the exited total (alloc.c).
- *  4. `done` (release): the bookkeeping is complete. Joiners wait in pthread_join, which
+ *  1. TERMINATED; then EXITED for the VM services (vmt__vms_thread_exit_end: what was queued
+ *     meanwhile runs, later requests get -ESRCH); then out of the registry: in one step under
+ *     the registry's writer lock the thread's CPU time (read there) joins its category's exited
+ *     total and the port record is marked exiting, inside an odd exit sequence (a reader of the
+ *     category's whole CPU time sees the thread live or exited, never both nor neither), and
+ *     the live, daemon and category counts drop. The microseconds of the exit path after that
+ *     are counted nowhere.
+ *  2. Allocation counters folded into the exited total (alloc.c).
+ *  3. `done` (release): the bookkeeping is complete. Joiners wait in pthread_join, which
  *     returns only after the thread's very end, so they see all of the above; the exiting
  *     thread makes no wake-up call of its own (join.c says why).
- *  5. The thread's own reference.
+ *  4. The thread's own reference.
  */
 #include <errno.h>
 
@@ -40,14 +41,9 @@ void vmt__thread_finish(vmt_thread_t *t, bool goes_on) {
   vmt__tls_thread_end(t);
   bool kept = goes_on && vmt__monitor_keep(t);
   if (!kept) vmt__monitor_thread_end(t);
-  int64_t cpu = vmt_os_current_thread_cpu_time(false);
-  if (cpu > t->cpu_at_begin_ns && t->kind != VMT__KIND_INTERNAL)
-    atomic_fetch_add_explicit(&t->category->exited_cpu_ns, cpu - t->cpu_at_begin_ns,
-                              memory_order_relaxed);
-  vmt_os_thread_mark_exiting(&t->os);
   atomic_store_explicit(&t->state, VMT_THREAD_TERMINATED, memory_order_release);
   vmt__vms_thread_exit_end(t);
-  vmt__registry_remove(t);
+  vmt__registry_remove(t, true);
   vmt__alloc_thread_end(t);
   vmt__stack_guard_end(t);
   vmt__current_set(NULL);
