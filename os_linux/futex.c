@@ -6,7 +6,9 @@
  * operations measure against CLOCK_MONOTONIC unless FUTEX_CLOCK_REALTIME is given), unlike
  * FUTEX_WAIT's relative one. A wait re-issued after EINTR or a spurious wake-up therefore
  * keeps the caller's deadline without recomputing anything. FUTEX_PRIVATE_FLAG skips the
- * mm-wide hash lookup: every word the runtime waits on is process-private.
+ * mm-wide hash lookup: every word the runtime waits on is process-private. With
+ * FUTEX_CLOCK_REALTIME the absolute timeout is on CLOCK_REALTIME, and the kernel re-arms it
+ * when the wall clock is set (parkUntil's deadline, in wall time).
  */
 #include <errno.h>
 #include <limits.h>
@@ -17,7 +19,8 @@
 
 #include "runtime/os.h"
 
-int vmt_os_futex_wait(_Atomic uint32_t *word, uint32_t expected, int64_t deadline_ns) {
+static int futex_wait(_Atomic uint32_t *word, uint32_t expected, int64_t deadline_ns,
+                      int clock_flag) {
   struct timespec ts, *tsp = NULL;
   if (deadline_ns != VMT_OS_NO_DEADLINE) {
     if (deadline_ns < 0) deadline_ns = 0;
@@ -25,7 +28,7 @@ int vmt_os_futex_wait(_Atomic uint32_t *word, uint32_t expected, int64_t deadlin
     ts.tv_nsec = (long)(deadline_ns % 1000000000);
     tsp = &ts;
   }
-  long rc = syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG,
+  long rc = syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG | clock_flag,
                     expected, tsp, NULL, FUTEX_BITSET_MATCH_ANY);
   if (rc == 0) return 0;
   switch (errno) {
@@ -38,6 +41,14 @@ int vmt_os_futex_wait(_Atomic uint32_t *word, uint32_t expected, int64_t deadlin
        * report it as a wake-up; every caller re-checks its condition and the deadline. */
       return 0;
   }
+}
+
+int vmt_os_futex_wait(_Atomic uint32_t *word, uint32_t expected, int64_t deadline_ns) {
+  return futex_wait(word, expected, deadline_ns, 0);
+}
+
+int vmt_os_futex_wait_realtime(_Atomic uint32_t *word, uint32_t expected, int64_t deadline_ns) {
+  return futex_wait(word, expected, deadline_ns, FUTEX_CLOCK_REALTIME);
 }
 
 void vmt_os_futex_wake(_Atomic uint32_t *word, int32_t count) {

@@ -114,6 +114,7 @@ int vmt_os_proc_thread_times(pid_t tid, int64_t *user_ns, int64_t *sys_ns);
 
 /* ---- Time sources ---------------------------------------------------------------------- */
 int64_t vmt_os_java_time_nanos(void);     /* CLOCK_MONOTONIC */
+int64_t vmt_os_wall_time_nanos(void);     /* CLOCK_REALTIME: ns since the Unix epoch */
 int64_t vmt_os_elapsed_nanos(void);       /* calibrated TSC (cached parameters) or monotonic */
 const char *vmt_os_elapsed_source(void);
 const char *vmt_os_elapsed_source_reason(void);
@@ -128,6 +129,9 @@ const char *vmt_os_elapsed_source_reason(void);
  * -EAGAIN if *word != expected on entry, -ETIMEDOUT, -EINTR (a signal). Callers re-check
  * their condition on every return. */
 int vmt_os_futex_wait(_Atomic uint32_t *word, uint32_t expected, int64_t deadline_ns);
+/* The same with an absolute CLOCK_REALTIME deadline (ns since the epoch): the kernel follows
+ * changes of the wall clock while it sleeps (LockSupport.parkUntil's deadline is wall time). */
+int vmt_os_futex_wait_realtime(_Atomic uint32_t *word, uint32_t expected, int64_t deadline_ns);
 /* Wakes up to count waiters (INT32_MAX: all). Never fails on a valid address. */
 void vmt_os_futex_wake(_Atomic uint32_t *word, int32_t count);
 /* Moves up to count waiters of from (only if *from == expected) to wait on to, waking none
@@ -169,6 +173,15 @@ typedef struct vmt_os_altstack {
 int vmt_os_altstack_install(vmt_os_altstack_t *a);
 /* Puts the replaced alternate stack back and unmaps ours; a no-op when none. */
 void vmt_os_altstack_remove(vmt_os_altstack_t *a);
+
+/* ---- Timer slack ---------------------------------------------------------------------- *
+ * How late the kernel may fire the calling thread's timers, to batch wake-ups (prctl
+ * PR_SET_TIMERSLACK; per thread, inherited by the threads it creates; 50 us by default). A
+ * timed futex wait or nanosleep of 1 ms overshoots by the slack plus the wake-up. */
+/* ns > 0 sets it; 0 restores the default the thread inherited at its creation. 0 or -errno. */
+int vmt_os_set_timer_slack(int64_t ns);
+/* The calling thread's slack in ns, or -errno. */
+int64_t vmt_os_timer_slack(void);
 
 /* ---- Names ----------------------------------------------------------------------------- */
 /* Cuts full to the kernel's 15 bytes at a UTF-8 boundary into os_name[16]. */

@@ -113,6 +113,7 @@ static void *child_thread(void *arg) {
 #endif
 
 static int slow_walker(vmt_thread_t *t, vmt_stack_frame_t *frames, int32_t max, void *ctx);
+static void row_hook(vmt_thread_t *t, void *ctx);
 
 /* A handshake operation: counts its calls. */
 static _Atomic long ops_run;
@@ -200,6 +201,24 @@ static void child_checks(void) {
   vmt_safepoint_stats_t sp;
   CHECK(vmt_safepoint_begin(1000 * 1000 * 1000, &sp) == 0 && sp.running == 0);
   CHECK(vmt_safepoint_end(NULL) == 0);
+
+  /* Issue 15's process-wide state: the TLS key table, the hooks and the guard zones' handler
+   * install are usable whatever a vanished thread was doing with them; the forking thread's
+   * interrupt status, name and stack bounds are its own. */
+  vmt_tls_key_t key;
+  CHECK(vmt_tls_key_create(&key, NULL) == 0);
+  CHECK(vmt_tls_set(key, &key) == 0 && vmt_tls_get(key) == &key);
+  CHECK(vmt_tls_key_delete(key) == 0 && vmt_tls_get(key) == NULL);
+  static char child_ctx;
+  CHECK(vmt_thread_hooks_add(row_hook, NULL, &child_ctx) == 0);
+  CHECK(vmt_thread_hooks_remove(row_hook, NULL, &child_ctx) == 0);
+  CHECK(vmt_thread_interrupt(me) == 0 && vmt_thread_interrupted());
+  char self_name[64];
+  CHECK(vmt_thread_get_name(me, self_name, sizeof(self_name)) > 0);
+  char peer_name[64];
+  CHECK(vmt_thread_get_name(peer, peer_name, sizeof(peer_name)) > 0);   /* its lock was reset */
+  CHECK(vmt_stack_bytes_left() > 0 && vmt_stack_bytes_left() != SIZE_MAX);
+  vmt_stack_overflow_handler_set(NULL, NULL);
 
   /* The stack walker can be replaced, whatever a vanished thread was doing with it. */
   DO(vmt_mx_set_stack_walker(slow_walker, NULL));
@@ -400,6 +419,115 @@ static void call_sync_describe(int w) {
 static void call_sleep(int w) { (void)w, vmt_sleep_ns(100 * 1000); }
 static void call_park(int w) { (void)w, vmt_park(100 * 1000); }
 static void call_unpark(int w) { (void)w, vmt_unpark(peer); }
+
+static void call_park_nanos(int w) { (void)w, vmt_park_nanos(100 * 1000); }
+static void call_park_until(int w) {
+  if (w % 2)
+    vmt_park_until(vmt_nanotime() + 100 * 1000, VMT_CLOCK_MONOTONIC);
+  else
+    vmt_park_until(0, VMT_CLOCK_REALTIME);   /* passed: at once */
+}
+static void call_monitor_holds(int w) { (void)w, KEEP(vmt_monitor_holds_lock(mon) + 1); }
+static void call_sync_holds(int w) { (void)w, KEEP(vmt_sync_holds_lock(sync1) + 1); }
+
+/* vmthread/thread.h beyond the life cycle (issue 15). */
+static void call_timed_join(int w) {
+  (void)w;
+  vmt_thread_t *t;
+  if (vmt_thread_start(&t, body_sleep, NULL) != 0) return;
+  if (vmt_thread_timed_join(t, 50 * 1000, NULL) != 0) vmt_thread_join(t, NULL);
+  vmt_thread_release(t);
+}
+/* Workers interrupt themselves and clear it: the peer parks for the whole test and must not
+ * be woken into a loop. */
+static void call_interrupt(int w) {
+  (void)w;
+  vmt_thread_interrupt(vmt_thread_current());
+  vmt_sleep_ns(10 * 1000);   /* -EINTR, cleared */
+  vmt_thread_interrupt(vmt_thread_current());
+  KEEP(vmt_thread_interrupted());
+}
+static void call_is_interrupted(int w) { (void)w, KEEP(vmt_thread_is_interrupted(peer)); }
+static const char *const row_names[2] = {"fork-calls-peer", "fork-calls-peer-renamed"};
+static void call_set_name(int w) { vmt_thread_set_name(peer, row_names[w % 2]); }
+static void call_get_name(int w) {
+  (void)w;
+  char buf[64];
+  KEEP(vmt_thread_get_name(peer, buf, sizeof(buf)));
+}
+static void call_set_priority(int w) { vmt_thread_set_priority(peer, 1 + w % 10); }
+static void call_timer_slack(int w) {
+  (void)w;
+  vmt_thread_set_timer_slack(vmt_thread_timer_slack() > 0 ? 2000 : 1000);
+  KEEP(vmt_thread_timer_slack());
+}
+static void call_default_timer_slack(int w) {
+  (void)w;
+  vmt_thread_set_default_timer_slack(VMT_THREAD_TIMER_SLACK_DEFAULT_NS);
+  KEEP(vmt_thread_default_timer_slack());
+}
+static char hook_ctx[8];
+static void row_hook(vmt_thread_t *t, void *ctx) { KEEP((uintptr_t)t + (uintptr_t)ctx); }
+static void call_hooks(int w) {
+  if (vmt_thread_hooks_add(row_hook, row_hook, &hook_ctx[w % 8]) != 0) return;
+  if (w == 0) start_join(body_return);   /* a thread that runs them */
+  vmt_thread_hooks_remove(row_hook, row_hook, &hook_ctx[w % 8]);
+}
+static vmt_tls_key_t row_key;
+static void row_key_on(void) { vmt_tls_key_create(&row_key, NULL); }
+static void row_key_off(void) { vmt_tls_key_delete(row_key); }
+static void row_destructor(void *v) { KEEP(v); }
+static void call_tls_key(int w) {
+  (void)w;
+  vmt_tls_key_t k;
+  if (vmt_tls_key_create(&k, row_destructor) != 0) return;
+  vmt_tls_set(k, &k);
+  vmt_tls_key_delete(k);
+}
+static void call_tls_set(int w) {
+  (void)w;
+  vmt_tls_set(row_key, &row_key);
+  KEEP(vmt_tls_get(row_key));
+}
+static void call_thread_tls_get(int w) {
+  (void)w;
+  void *v = NULL;
+  vmt_thread_tls_get(peer, row_key, &v);
+  KEEP(v);
+}
+/* Another thread's bounds (asked through its pthread_t under its record's lock) and the
+ * caller's own. */
+static void call_stack_info(int w) {
+  vmt_stack_info_t info;
+  KEEP(vmt_thread_stack_info(w % 2 ? peer : vmt_thread_current(), &info) + 1);
+}
+static void call_stack_bytes_left(int w) {
+  (void)w;
+  KEEP(vmt_stack_bytes_left_slow());
+  KEEP(vmt_stack_bytes_left());
+}
+static void call_stack_zone_name(int w) { (void)w, KEEP(vmt_stack_zone_name(VMT_STACK_ZONE_RED)); }
+static void call_stack_guard_reenable(int w) { (void)w, KEEP(vmt_stack_guard_reenable() + 1); }
+static void row_overflow(const vmt_stack_overflow_t *ev, void *ctx) { (void)ev, (void)ctx; }
+/* Sets the handler, and starts threads with guard zones (the first one installs the SIGSEGV
+ * handler, under its lock) that undo them as they end. */
+static void call_overflow_handler(int w) {
+  vmt_stack_overflow_handler_set(w % 2 ? row_overflow : NULL, NULL);
+  vmt_thread_options_t o = {.flags = VMT_THREAD_OPT_STACK_SIZE | VMT_THREAD_OPT_STACK_GUARD,
+                            .stack_size = 256 * 1024,
+                            .stack_guard = {.red_size = 4096, .yellow_size = 8192,
+                                            .reserved_size = 4096}};
+  vmt_thread_t *t;
+  if (vmt_thread_start_ex(&t, &o, body_return, NULL) != 0) return;
+  vmt_thread_join(t, NULL);
+  vmt_thread_release(t);
+}
+static void call_category_usage(int w) {
+  (void)w;
+  vmt_category_usage_t *u = NULL;
+  size_t n = 0;
+  if (vmt_mx_get_category_usage(&u, &n) == 0) vmt_mx_category_usage_free(u);
+}
 
 static void call_thread_count(int w) { (void)w, KEEP(vmt_mx_get_thread_count()); }
 static void call_peak_count(int w) { (void)w, KEEP(vmt_mx_get_peak_thread_count()); }
@@ -787,6 +915,31 @@ static const row_t rows[] = {
     {.fn = "vmt_thread_priority", .call = call_priority},
     {.fn = "vmt_thread_state", .call = call_state},
     {.fn = "vmt_thread_tid", .call = call_tid},
+    {.fn = "vmt_thread_timed_join", .call = call_timed_join, .workers = 2},
+    {.fn = "vmt_thread_interrupt", .call = call_interrupt, .workers = 2},
+    {.fn = "vmt_thread_interrupted", .call = call_interrupt, .workers = 2},
+    {.fn = "vmt_thread_is_interrupted", .call = call_is_interrupted},
+    {.fn = "vmt_thread_set_name", .call = call_set_name, .workers = 2},
+    {.fn = "vmt_thread_get_name", .call = call_get_name, .workers = 2},
+    {.fn = "vmt_thread_set_priority", .call = call_set_priority},
+    {.fn = "vmt_thread_set_timer_slack", .call = call_timer_slack},
+    {.fn = "vmt_thread_timer_slack", .call = call_timer_slack},
+    {.fn = "vmt_thread_set_default_timer_slack", .call = call_default_timer_slack},
+    {.fn = "vmt_thread_default_timer_slack", .call = call_default_timer_slack},
+    {.fn = "vmt_thread_hooks_add", .call = call_hooks, .workers = 2},
+    {.fn = "vmt_thread_hooks_remove", .call = call_hooks, .workers = 2},
+    /* vmthread/tls.h */
+    {.fn = "vmt_tls_key_create", .call = call_tls_key, .workers = 2},
+    {.fn = "vmt_tls_key_delete", .call = call_tls_key, .workers = 2},
+    {.fn = "vmt_tls_set", .call = call_tls_set, .setup = row_key_on, .teardown = row_key_off},
+    {.fn = "vmt_thread_tls_get", .call = call_thread_tls_get, .setup = row_key_on,
+     .teardown = row_key_off},
+    /* vmthread/stack.h */
+    {.fn = "vmt_thread_stack_info", .call = call_stack_info, .workers = 2},
+    {.fn = "vmt_stack_bytes_left_slow", .call = call_stack_bytes_left},
+    {.fn = "vmt_stack_zone_name", .call = call_stack_zone_name},
+    {.fn = "vmt_stack_guard_reenable", .call = call_stack_guard_reenable},
+    {.fn = "vmt_stack_overflow_handler_set", .call = call_overflow_handler, .workers = 2},
     /* vmthread/monitor.h */
     {.fn = "vmt_monitor_create", .call = call_monitor_create_destroy, .workers = 2},
     {.fn = "vmt_monitor_destroy", .call = call_monitor_create_destroy, .workers = 2},
@@ -808,6 +961,10 @@ static const row_t rows[] = {
     {.fn = "vmt_sleep_ns", .call = call_sleep, .workers = 2},
     {.fn = "vmt_park", .call = call_park, .workers = 2},
     {.fn = "vmt_unpark", .call = call_unpark, .workers = 2},
+    {.fn = "vmt_park_nanos", .call = call_park_nanos, .workers = 2},
+    {.fn = "vmt_park_until", .call = call_park_until, .workers = 2},
+    {.fn = "vmt_monitor_holds_lock", .call = call_monitor_holds, .workers = 2},
+    {.fn = "vmt_sync_holds_lock", .call = call_sync_holds, .workers = 2},
     /* vmthread/management.h */
     {.fn = "vmt_mx_get_thread_count", .call = call_thread_count},
     {.fn = "vmt_mx_get_peak_thread_count", .call = call_peak_count},
@@ -853,6 +1010,8 @@ static const row_t rows[] = {
     {.fn = "vmt_mx_get_thread_allocated_bytes_array", .call = call_alloc_bytes_array, .workers = 3},
     {.fn = "vmt_mx_get_current_thread_allocated_bytes", .call = call_current_alloc_bytes},
     {.fn = "vmt_mx_get_total_thread_allocated_bytes", .call = call_total_alloc_bytes, .workers = 2},
+    {.fn = "vmt_mx_get_category_usage", .call = call_category_usage, .workers = 2},
+    {.fn = "vmt_mx_category_usage_free", .call = call_category_usage, .workers = 2},
     {.fn = "vmt_mx_get_other_runtime_count", .call = call_other_runtime_count, .workers = 2},
     {.fn = "vmt_mx_print_thread_dump", .call = call_print_dump, .workers = 2},
     {.fn = "vmt_mx_thread_dump_to_string", .call = call_dump_to_string, .workers = 2},

@@ -16,6 +16,12 @@
 
 VMT_EXTERN_C_BEGIN
 
+/* The clock of an absolute deadline (vmt_park_until). */
+typedef enum vmt_clock {
+  VMT_CLOCK_MONOTONIC = 0,   /* vmt_nanotime's scale: System.nanoTime */
+  VMT_CLOCK_REALTIME = 1,    /* ns since the Unix epoch: System.currentTimeMillis * 10^6 */
+} vmt_clock_t;
+
 typedef enum vmt_cpu_kind {
   VMT_CPU_TOTAL = 0,
   VMT_CPU_USER,

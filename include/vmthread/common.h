@@ -23,6 +23,11 @@
 #define VMT_EXPORT
 #endif
 
+/* A timeout that never expires, for the calls that take "timeout_ns <= 0: do not wait"
+ * (docs/thread-api.md has every call's rule). Any timeout whose deadline would fall beyond
+ * the monotonic clock's range means the same. */
+#define VMT_TIMEOUT_INFINITE INT64_MAX
+
 /* The TLS model of the few thread-local variables the inline calls of the headers read: an
  * initial-exec access is a %fs-relative load through one GOT entry, with no __tls_get_addr
  * call, also from a host's own shared object (the library's TLS is static TLS). */

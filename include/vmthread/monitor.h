@@ -29,6 +29,7 @@
 #ifndef VMTHREAD_MONITOR_H
 #define VMTHREAD_MONITOR_H
 
+#include "vmthread/clock.h"
 #include "vmthread/common.h"
 #include "vmthread/thread.h"
 
@@ -106,14 +107,33 @@ VMT_EXPORT int vmt_sync_unlock(vmt_sync_t *s);             /* -EPERM if not owne
 VMT_EXPORT int vmt_sync_holds_lock(const vmt_sync_t *s);
 VMT_EXPORT int vmt_sync_describe(const vmt_sync_t *s, char *buf, size_t len);
 
-/* Thread.sleep: TIMED_WAITING, counted as a wait. Timeout honoured across EINTR (a
- * CLOCK_MONOTONIC deadline). 0 returns at once; -EINVAL for ns < 0. */
+/* Thread.sleep: TIMED_WAITING, counted as a wait, until ns have passed (a CLOCK_MONOTONIC
+ * deadline fixed at the call, honoured across EINTR; sub-millisecond: the thread's timer slack
+ * decides how late it wakes, vmthread/thread.h). 0 returns at once; -EINVAL for ns < 0.
+ * Interruptible: -EINTR, the status cleared, when interrupted while sleeping or if the status
+ * was set at the call (also for ns == 0), as Thread.sleep throws InterruptedException. */
 VMT_EXPORT int vmt_sleep_ns(int64_t ns);
-/* LockSupport.park / parkNanos / unpark. park returns 0 on unpark (permit consumed),
- * -ETIMEDOUT when the timeout passed; spurious returns are allowed as in Java (this
- * implementation makes none). Only runtime threads (started or attached) have a permit: park
- * on any other thread returns -EPERM. unpark before park makes the next park return at once. */
-VMT_EXPORT int vmt_park(int64_t timeout_ns);  /* timeout_ns <= 0: no timeout */
+/*
+ * LockSupport.park / parkNanos / parkUntil / unpark. A park returns 0 when it consumed the
+ * permit (an unpark before the park counts, once), -ETIMEDOUT when its time passed, -EINTR
+ * when the thread is interrupted or its status was set at the call (the status stays set:
+ * park never clears it; a permit present is consumed first and wins). Spurious returns are
+ * allowed as in Java (this implementation makes none). Only runtime threads (started or
+ * attached) have a permit: park on any other thread returns -EPERM. Each park counts as a
+ * wait, WAITING without a time limit, TIMED_WAITING with one.
+ * - vmt_park(timeout_ns): timeout_ns <= 0 waits without timeout (Unsafe.park(false, 0)); the
+ *   historical rule, kept: LockSupport.park() is vmt_park(0).
+ * - vmt_park_nanos(timeout_ns): LockSupport.parkNanos: timeout_ns <= 0 returns -ETIMEDOUT at
+ *   once without touching the permit or counting (Java's "if (nanos > 0)");
+ *   VMT_TIMEOUT_INFINITE waits forever.
+ * - vmt_park_until(deadline_ns, clock): until an absolute deadline on CLOCK_MONOTONIC
+ *   (vmt_nanotime's scale) or CLOCK_REALTIME (ns since the epoch; LockSupport.parkUntil's
+ *   milliseconds * 10^6; the wait follows changes of the wall clock). A deadline that has
+ *   passed waits no more, but still consumes a permit present. -EINVAL for another clock.
+ */
+VMT_EXPORT int vmt_park(int64_t timeout_ns);
+VMT_EXPORT int vmt_park_nanos(int64_t timeout_ns);
+VMT_EXPORT int vmt_park_until(int64_t deadline_ns, vmt_clock_t clock);
 VMT_EXPORT int vmt_unpark(vmt_thread_t *t);   /* -EINVAL on NULL */
 
 VMT_EXTERN_C_END

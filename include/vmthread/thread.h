@@ -55,6 +55,7 @@ enum vmt_thread_option_flags {
   VMT_THREAD_OPT_PRIORITY = 1u << 3,
   VMT_THREAD_OPT_STACK_SIZE = 1u << 4,
   VMT_THREAD_OPT_STACK_GUARD = 1u << 5,
+  VMT_THREAD_OPT_TIMER_SLACK = 1u << 6,
 };
 
 /* Guard zones below a started thread's usable stack (HotSpot's model, vmthread/stack.h): from
@@ -84,6 +85,12 @@ typedef struct vmt_thread_options {
   /* Guard zones (VMT_THREAD_OPT_STACK_GUARD; started threads only, attach refuses them): the
    * zones and 64 KiB must fit in the stack, else -EINVAL. */
   vmt_stack_guard_t stack_guard;
+  /* Timer slack (VMT_THREAD_OPT_TIMER_SLACK): how late the kernel may end the thread's timed
+   * waits, in ns (PR_SET_TIMERSLACK), set by the thread itself as it starts or attaches.
+   * 0 keeps what the thread inherits from its creator. Without the flag a started thread gets
+   * the runtime's default (vmt_thread_default_timer_slack) and an attached one keeps its own.
+   * -EINVAL for < 0 or above 1 s. */
+  int64_t timer_slack_ns;
 } vmt_thread_options_t;
 
 /*
@@ -99,14 +106,37 @@ VMT_EXPORT int vmt_thread_start_ex(vmt_thread_t **out, const vmt_thread_options_
  * Waits until t has terminated and its bookkeeping (registry, counters, totals) is done, then
  * stores the body's result in *result (if result is not NULL): the body's return value, the
  * value passed to vmt_thread_exit(), or PTHREAD_CANCELED. Does not release t.
+ * Like Java's Thread.join, a runtime thread's join is interruptible: -EINTR, its interrupt
+ * status cleared, when it is interrupted while t is alive, also when the status was set
+ * before the call (a terminated t is joined whatever the status, as Java's join returns for a
+ * dead thread). The joiner is WAITING meanwhile and the join counts in its waited count.
  * Errors: -EINVAL (NULL, released or attached handle), -EDEADLK (t is the calling thread),
  * -EALREADY (t was joined before, or another thread is joining it; the result goes to that
- * join). A cancellation point: a joiner cancelled while it waits has not joined, and t can be
- * joined again (its result is kept). While it waits for a thread that has not terminated, the
- * caller is WAITING and the wait counts in its ThreadInfo (waited count and time), as a Java
- * Thread.join does; no lock is reported for it.
+ * join), -EINTR (no join happened: t may be joined again). A cancellation point: a joiner
+ * cancelled while it waits has not joined, and t can be joined again (its result is kept). No
+ * lock is reported for the wait (Java names the Thread object, which a native thread has not).
  */
 VMT_EXPORT int vmt_thread_join(vmt_thread_t *t, void **result);
+/* Thread.join(millis) in ns: the same, giving up after timeout_ns with -ETIMEDOUT (no join
+ * happened: t may be joined again). timeout_ns <= 0 does not wait (0 if t has terminated,
+ * else -EINTR or -ETIMEDOUT); VMT_TIMEOUT_INFINITE is vmt_thread_join. Java's join(0) waits
+ * forever: map it to vmt_thread_join. The joiner is TIMED_WAITING. */
+VMT_EXPORT int vmt_thread_timed_join(vmt_thread_t *t, int64_t timeout_ns, void **result);
+
+/*
+ * Thread.interrupt: sets t's interrupt status and wakes t from sleep (vmt_sleep_ns), park
+ * (vmt_park*) and join; Object.wait: see vmthread/monitor.h. Not a signal: a thread that does
+ * not wait only finds its status set. A terminated t keeps it (Java's isInterrupted of a dead
+ * thread). What each call does with the status, and with a timeout <= 0, is the table in
+ * docs/thread-api.md. Monitor enter and the synchronizers' lock calls ignore it, as Java's
+ * synchronized and Lock.lock() do. -EINVAL for NULL or a handle with no reference left.
+ */
+VMT_EXPORT int vmt_thread_interrupt(vmt_thread_t *t);
+/* Thread.isInterrupted: t's status, unchanged. false for NULL. */
+VMT_EXPORT bool vmt_thread_is_interrupted(const vmt_thread_t *t);
+/* Thread.interrupted: the calling thread's status, cleared. false on a thread that is not a
+ * runtime thread (it cannot be interrupted). */
+VMT_EXPORT bool vmt_thread_interrupted(void);
 
 /* Takes one more reference (for code that keeps a thread beyond its creator). -EINVAL on NULL
  * or on a started thread whose references are all gone. An attached thread may be retained
@@ -183,6 +213,21 @@ VMT_EXPORT int vmt_thread_hooks_add(vmt_thread_hook_fn on_start, vmt_thread_hook
                                     void *ctx);
 VMT_EXPORT int vmt_thread_hooks_remove(vmt_thread_hook_fn on_start, vmt_thread_hook_fn on_exit,
                                        void *ctx);
+
+/*
+ * Timer slack. The kernel may fire a thread's timers up to its slack late, to batch wake-ups;
+ * Linux's default, 50 us, makes a 1 ms timed wait take 1,064-1,080 us (docs/thread-api.md),
+ * so the runtime gives its started threads a smaller default, VMT_THREAD_TIMER_SLACK_DEFAULT_NS.
+ * set_default changes it for threads started afterwards (0: they inherit their creator's);
+ * set/get act on the calling thread, any thread (0 restores the slack it inherited at its
+ * creation). Errors: -EINVAL (< 0, or above 1 s), -errno from prctl.
+ */
+#define VMT_THREAD_TIMER_SLACK_DEFAULT_NS 1000
+#define VMT_THREAD_TIMER_SLACK_MAX_NS (1000LL * 1000 * 1000)
+VMT_EXPORT int vmt_thread_set_default_timer_slack(int64_t ns);
+VMT_EXPORT int64_t vmt_thread_default_timer_slack(void);
+VMT_EXPORT int vmt_thread_set_timer_slack(int64_t ns);
+VMT_EXPORT int64_t vmt_thread_timer_slack(void);   /* ns, or -errno */
 
 /* Accessors: valid while the caller holds a reference. NULL t gives -1 / NULL / false. */
 VMT_EXPORT int64_t vmt_thread_id(const vmt_thread_t *t);        /* Java id: > 0, never reused */

@@ -575,6 +575,9 @@ static void registry_fork_child(void) {
   int32_t live = 0, daemon = 0;
   for (size_t i = 0; i < cur->count; i++) {
     vmt_thread_t *x = cur->threads[i];
+    /* A vanished thread may have held the record's lock (a rename, a copy of its name, the
+     * first ask of its stack): nobody will release it here. */
+    pthread_mutex_init(&x->cold->lock, NULL);
     if (x == survivor) {
       if (atomic_load_explicit(&x->counted, memory_order_relaxed)) {
         live = 1;
@@ -617,6 +620,9 @@ VMT__PROCESS_STATE(registry,
                            "thread of another process (tombstoned, done, its own reference "
                            "dropped), live and peak count only the forking thread, total "
                            "started is kept; retired lists are kept for the next reclamation; "
-                           "the exit sequence is even (exits run under the writer lock)",
+                           "the exit sequence is even (exits run under the writer lock); "
+                           "every record's lock (name, stack bounds) is re-initialised (a "
+                           "terminated record no snapshot holds keeps its own: renaming one "
+                           "at the fork is the residual case)",
                    .rank = VMT__RANK_REGISTRY + 1, .prepare = registry_fork_prepare,
                    .parent = registry_fork_parent, .child = registry_fork_child);

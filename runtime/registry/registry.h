@@ -54,7 +54,16 @@ struct vmt__thread_sync {
   _Atomic uint64_t waited_count;
   _Atomic int64_t blocked_ns;
   _Atomic int64_t waited_ns;
-  _Atomic uint32_t park_permit;               /* futex word for park/unpark */
+  /* The thread's own futex word (its "event", HotSpot's ParkEvent): park and sleep sleep on
+   * it. Bit 0 is unpark's permit (only park consumes it); bit 1 says the thread sleeps (set
+   * by it before it sleeps, so a waker calls the kernel only then); every other waker
+   * (interrupt) adds VMT__EVENT_POKE, so the word changes under any sleeper. */
+  _Atomic uint32_t park_permit;
+  /* Thread.interrupt's status: set by vmt_thread_interrupt, cleared by the thread itself. */
+  _Atomic uint32_t interrupted;
+  /* While an interruptible wait sleeps on a word other than park_permit (join: the target's
+   * exit_event), that word, for vmt_thread_interrupt to poke; type-stable memory only. */
+  _Atomic(_Atomic uint32_t *) wake_word;
   _Atomic uint32_t seq;                       /* sequence lock, see above */
   _Atomic(struct vmt__lock *) held_head;      /* innermost held monitor or synchronizer */
   _Atomic uint64_t times_epoch;               /* contention-monitoring epoch of the times */
@@ -90,6 +99,11 @@ struct vmt__thread_vms {
                                                threads (under its lock) */
 };
 
+/* The bits of a thread's event word (sync.park_permit) and of a record's exit_event. */
+#define VMT__EVENT_PERMIT 1u   /* park_permit: unpark's permit; exit_event: the thread has ended */
+#define VMT__EVENT_SLEEPER 2u  /* park_permit: its thread is (about to be) asleep on it */
+#define VMT__EVENT_POKE 4u     /* added by a waker that only wants the sleeper to look again */
+
 /* Per-thread fields that no registry walk reads, in a block allocated with the record and
  * zeroed with it (record.c): a sweep that prefetches a whole record (management_impl.h) keeps
  * fetching five cache lines. Type-stable like the record. */
@@ -112,6 +126,8 @@ struct vmt__thread_cold {
   _Atomic bool zones_armed;          /* the zones are in place (release, after the fields) */
   _Atomic unsigned zones_disabled;   /* 1u << vmt_stack_zone_t, opened after a hit */
   vmt_os_altstack_t altstack;        /* the alternate signal stack the handler runs on */
+  /* runtime/thread/start.c: the timer slack a started thread sets as it starts (0: none). */
+  int64_t timer_slack_ns;
 };
 
 /* Per-category figures (Eclipse OMR keeps these for GC/JIT/application threads). */
@@ -161,6 +177,11 @@ struct vmt_thread {
   void *result;
   int32_t attach_count;
   _Atomic uint32_t done;             /* 1 once the exit bookkeeping is complete */
+  /* The futex word joiners sleep on (thread/join.c): the exiting thread sets bit 0 after
+   * `done` and wakes them if any sleeps (join_sleepers); an interrupt of a joiner adds
+   * VMT__EVENT_POKE. */
+  _Atomic uint32_t exit_event;
+  _Atomic int32_t join_sleepers;
   _Atomic bool joined;               /* claimed by the one join allowed (thread/join.c) */
   /* References held by API users (start's, retain's). The first one holds one internal
    * reference in `refs`; the last release drops it. Kept apart from `refs` so that a user's
@@ -284,6 +305,8 @@ typedef struct vmt__thread_opts {
   int priority;
   size_t stack_size;       /* 0 = the platform default, else already rounded and clamped */
   vmt_stack_guard_t guard; /* zone sizes, page rounded; all 0 without guard zones */
+  bool timer_slack_set;    /* VMT_THREAD_OPT_TIMER_SLACK given */
+  int64_t timer_slack_ns;  /* 0: inherit */
 } vmt__thread_opts_t;
 
 /* ---- Records (record.c) ---------------------------------------------------------------- */

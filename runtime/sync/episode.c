@@ -66,6 +66,7 @@ static void enter_state(vmt_thread_t *t, const vmt__episode_t *ep, struct vmt__l
       bump(&t->sync.waited_count);
       break;
     case VMT__EP_PARK:
+    case VMT__EP_JOIN:
       bump(&t->sync.waited_count);
       break;
     case VMT__EP_SLEEP:
@@ -91,6 +92,7 @@ static void leave_state(vmt_thread_t *t, const vmt__episode_t *ep, bool keep_tim
       break;
     case VMT__EP_PARK:
     case VMT__EP_SLEEP:
+    case VMT__EP_JOIN:
       break;
   }
   if (keep_time) {

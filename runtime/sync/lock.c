@@ -401,6 +401,13 @@ int vmt__lock_enter_contended(struct vmt__lock *l, vmt_thread_t *t, vmt__episode
   return rc;
 }
 
+int64_t vmt__deadline_after_or_now(int64_t timeout_ns) {
+  int64_t now = vmt_os_java_time_nanos();
+  if (timeout_ns <= 0) return now;
+  if (timeout_ns >= VMT_OS_NO_DEADLINE - now) return VMT_OS_NO_DEADLINE;
+  return now + timeout_ns;
+}
+
 int64_t vmt__deadline_after(int64_t timeout_ns) {
   if (timeout_ns <= 0) return VMT_OS_NO_DEADLINE;
   int64_t now = vmt_os_java_time_nanos();
@@ -408,8 +415,11 @@ int64_t vmt__deadline_after(int64_t timeout_ns) {
   return now + timeout_ns;
 }
 
-int vmt__wait_turn(_Atomic uint32_t *word, uint32_t expected, int64_t deadline_ns) {
-  if (deadline_ns != VMT_OS_NO_DEADLINE && vmt_os_java_time_nanos() >= deadline_ns)
+/* The one turn every blocking wait of the runtime takes (monotonic or wall-clock deadline). */
+static int wait_turn(_Atomic uint32_t *word, uint32_t expected, int64_t deadline_ns,
+                     bool realtime) {
+  if (deadline_ns != VMT_OS_NO_DEADLINE &&
+      (realtime ? vmt_os_wall_time_nanos() : vmt_os_java_time_nanos()) >= deadline_ns)
     return -ETIMEDOUT;
   /* The sleep is a safe region (HotSpot's ThreadBlockInVM): a safepoint, a handshake or a
    * suspension need not wait for it, and the thread stays put until they let it go. If it
@@ -417,9 +427,21 @@ int vmt__wait_turn(_Atomic uint32_t *word, uint32_t expected, int64_t deadline_n
    * for whoever can take the lock now; every waiter absorbs a spurious one). */
   vmt_thread_t *t = vmt__current;
   int saved = vmt__region_enter(t);
-  vmt_os_futex_wait(word, expected, deadline_ns);   /* any result: the caller re-checks */
+  /* Any result: the caller re-checks its condition. */
+  if (realtime)
+    vmt_os_futex_wait_realtime(word, expected, deadline_ns);
+  else
+    vmt_os_futex_wait(word, expected, deadline_ns);
   vmt__region_leave(t, saved, word);
   return 0;
+}
+
+int vmt__wait_turn(_Atomic uint32_t *word, uint32_t expected, int64_t deadline_ns) {
+  return wait_turn(word, expected, deadline_ns, false);
+}
+
+int vmt__wait_turn_realtime(_Atomic uint32_t *word, uint32_t expected, int64_t deadline_ns) {
+  return wait_turn(word, expected, deadline_ns, true);
 }
 
 int64_t vmt__token_owner_id(const vmt__snapshot_t *snap, uintptr_t token) {

@@ -1,56 +1,116 @@
 /*
- * runtime/sync/park.c: LockSupport.park / parkNanos / unpark for runtime threads, and Thread.sleep.
+ * runtime/sync/park.c: LockSupport.park / parkNanos / parkUntil / unpark for runtime threads,
+ * and Thread.sleep.
  *
- * park: the permit (t->sync.park_permit) is the futex word: unpark sets it to 1 and wakes,
- * park consumes it with an exchange. Both count as waits (HotSpot counts a park in the waited
- * count whether or not the permit was already there). A thread without a record has no permit
- * to wait on: park returns -EPERM there.
- * sleep: TIMED_WAITING until a CLOCK_MONOTONIC deadline fixed at the call, so EINTR and spurious
- * wake-ups neither shorten nor lengthen it.
- * join: the thread package waits itself (pthread_join); it publishes the wait through the two
- * calls at the end, which record it as a park.
+ * park: the thread's event word (t->sync.park_permit, registry.h) is the futex word. Bit 0 is
+ * the permit: unpark sets it, park consumes it (an atomic and-not that returns the old word).
+ * Interrupt adds VMT__EVENT_POKE to the same word, so it changes under a sleeper that checked
+ * the status before it slept: no wake-up is lost. A thread about to sleep sets bit 1 with a
+ * CAS from the value it checked, and a waker calls FUTEX_WAKE only when its read-modify-write
+ * found that bit (mutex2's "contended" state in Drepper's "Futexes Are Tricky"): an unpark or
+ * interrupt of a thread that is not asleep makes no system call, as HotSpot's unpark signals
+ * only a parked thread. As in HotSpot's Parker::park,
+ * a permit is consumed first (return 0), then a pending interrupt returns at once (-EINTR,
+ * the status kept: park never clears it), then the thread sleeps. Every park counts as a wait
+ * (HotSpot counts one in the waited count whether or not the permit was there). A thread
+ * without a record has no permit to wait on: park returns -EPERM there.
+ * sleep: TIMED_WAITING on the same word until a CLOCK_MONOTONIC deadline fixed at the call
+ * (so EINTR and spurious wake-ups neither shorten nor lengthen it), or an interrupt (-EINTR,
+ * the status cleared, Thread.sleep's InterruptedException), also one pending at the call. An
+ * unpark only makes a sleeper look again.
  */
 #include <errno.h>
 
 #include "runtime/sync/sync_impl.h"
 
-int vmt_park(int64_t timeout_ns) {
-  vmt_thread_t *t = vmt__current;
-  if (t == NULL) return -EPERM;
-  int64_t deadline = vmt__deadline_after(timeout_ns);
+/* Sleeps one turn on the thread's event word, whose value was v (SLEEPER clear): announces
+ * the sleep first (a CAS, so that a waker that changed the word meanwhile makes it retry), so
+ * wakers call the kernel only when the thread sleeps. 0 to look again, -ETIMEDOUT. */
+static int sleep_turn(_Atomic uint32_t *word, uint32_t v, int64_t deadline, bool realtime) {
+  if (!atomic_compare_exchange_strong_explicit(word, &v, v | VMT__EVENT_SLEEPER,
+                                               memory_order_seq_cst, memory_order_relaxed))
+    return 0;
+  v |= VMT__EVENT_SLEEPER;
+  int rc = realtime ? vmt__wait_turn_realtime(word, v, deadline) : vmt__wait_turn(word, v, deadline);
+  atomic_fetch_and_explicit(word, ~VMT__EVENT_SLEEPER, memory_order_relaxed);
+  return rc;
+}
+
+static int park(vmt_thread_t *t, int64_t deadline, bool realtime) {
   vmt__episode_t ep;
   vmt__episode_begin(t, &ep, VMT__EP_PARK, NULL, deadline != VMT_OS_NO_DEADLINE);
-  int rc = 0;
-  while (rc == 0 && atomic_exchange_explicit(&t->sync.park_permit, 0, memory_order_acquire) == 0)
-    rc = vmt__wait_turn(&t->sync.park_permit, 0, deadline);
+  int rc;
+  for (;;) {
+    uint32_t v = atomic_fetch_and_explicit(&t->sync.park_permit, ~VMT__EVENT_PERMIT,
+                                           memory_order_acquire);
+    if (v & VMT__EVENT_PERMIT) {
+      rc = 0;
+      break;
+    }
+    if (vmt__interrupt_pending(t)) {
+      rc = -EINTR;
+      break;
+    }
+    rc = sleep_turn(&t->sync.park_permit, v & ~VMT__EVENT_SLEEPER, deadline, realtime);
+    if (rc) break;
+  }
   vmt__episode_end(t, &ep, NULL, NULL);
   return rc;
 }
 
+int vmt_park(int64_t timeout_ns) {
+  vmt_thread_t *t = vmt__current;
+  if (t == NULL) return -EPERM;
+  return park(t, vmt__deadline_after(timeout_ns), false);
+}
+
+int vmt_park_nanos(int64_t timeout_ns) {
+  vmt_thread_t *t = vmt__current;
+  if (t == NULL) return -EPERM;
+  /* LockSupport.parkNanos: "if (nanos > 0) park": no wait, no permit taken, no count. */
+  if (timeout_ns <= 0) return -ETIMEDOUT;
+  int64_t deadline = vmt__deadline_after_or_now(timeout_ns);
+  return park(t, deadline, false);
+}
+
+int vmt_park_until(int64_t deadline_ns, vmt_clock_t clock) {
+  vmt_thread_t *t = vmt__current;
+  if (clock != VMT_CLOCK_MONOTONIC && clock != VMT_CLOCK_REALTIME) return -EINVAL;
+  if (t == NULL) return -EPERM;
+  /* A deadline that has passed waits no more, but a permit is still consumed (Unsafe.park with
+   * an absolute time, as parkUntil calls it). */
+  return park(t, deadline_ns < 0 ? 0 : deadline_ns, clock == VMT_CLOCK_REALTIME);
+}
+
 int vmt_unpark(vmt_thread_t *t) {
   if (t == NULL || t->magic != VMT__THREAD_MAGIC) return -EINVAL;
-  if (atomic_exchange_explicit(&t->sync.park_permit, 1, memory_order_release) == 0)
-    vmt_os_futex_wake(&t->sync.park_permit, 1);
+  /* seq_cst: against the sleeper's announcing CAS (it sees the permit, or we see it). */
+  uint32_t v = atomic_fetch_or_explicit(&t->sync.park_permit, VMT__EVENT_PERMIT,
+                                        memory_order_seq_cst);
+  if (v & VMT__EVENT_SLEEPER) vmt_os_futex_wake(&t->sync.park_permit, 1);
   return 0;
 }
 
 int vmt_sleep_ns(int64_t ns) {
   if (ns < 0) return -EINVAL;
+  vmt_thread_t *t = vmt__current;
+  if (vmt__interrupt_consume(t)) return -EINTR;
   if (ns == 0) return 0;
   int64_t deadline = vmt__deadline_after(ns);
-  vmt_thread_t *t = vmt__current;
   vmt__episode_t ep;
   vmt__episode_begin(t, &ep, VMT__EP_SLEEP, NULL, true);
-  /* Nobody ever wakes this word: only the deadline ends the wait. */
+  /* A thread without record: nobody can wake this word, only the deadline ends the wait. */
   _Atomic uint32_t never = 0;
-  while (vmt__wait_turn(&never, 0, deadline) == 0) {
+  _Atomic uint32_t *word = t ? &t->sync.park_permit : &never;
+  int rc = 0;
+  for (;;) {
+    uint32_t v = atomic_load_explicit(word, memory_order_acquire) & ~VMT__EVENT_SLEEPER;
+    if (vmt__interrupt_consume(t)) {
+      rc = -EINTR;
+      break;
+    }
+    if (sleep_turn(word, v, deadline, false) != 0) break;
   }
   vmt__episode_end(t, &ep, NULL, NULL);
-  return 0;
+  return rc;
 }
-
-void vmt__join_wait_begin(vmt__episode_t *ep) {
-  vmt__episode_begin(vmt__current, ep, VMT__EP_PARK, NULL, false);
-}
-
-void vmt__join_wait_end(vmt__episode_t *ep) { vmt__episode_end(vmt__current, ep, NULL, NULL); }

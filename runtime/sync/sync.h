@@ -51,31 +51,16 @@ void vmt__monitor_adopt(vmt_thread_t *to, vmt_thread_t *from);
  * and the answer is true; else false. */
 bool vmt__monitor_keep(vmt_thread_t *t);
 
-/* ---- Blocking episodes: what a blocked thread publishes (episode.c, park.c) ------------ *
- * The type is here because the thread package keeps one for a join; only this package
- * begins, ends and reads them. */
-typedef enum vmt__episode_kind {
-  VMT__EP_ENTER = 0,   /* contended monitor enter or re-enter: BLOCKED, blocked count */
-  VMT__EP_WAIT,        /* vmt_monitor_wait: WAITING / TIMED_WAITING, waited count */
-  VMT__EP_SYNC,        /* waiting for a synchronizer: WAITING / TIMED_WAITING, waited count */
-  VMT__EP_PARK,        /* vmt_park, and a join (vmt__join_wait_begin) */
-  VMT__EP_SLEEP,       /* vmt_sleep_ns */
-} vmt__episode_kind_t;
-
-typedef struct vmt__episode {
-  vmt__episode_kind_t kind;
-  uint64_t epoch;      /* contention-monitoring epoch at the start; 0 if it was off */
-  int64_t start_ns;    /* vmt_os_elapsed_nanos() at the start, when timed */
-} vmt__episode_t;
-
-/* Called by the thread package around the wait of a vmt_thread_join (thread/join.c), on the
- * joining thread: Java's Thread.join waits (java.lang.Thread.State.WAITING names it, and
- * ThreadInfo.getWaitedCount counts it), so the joiner is WAITING, its waited count grows by
- * one and the time is waited time, as for a park. No lock is reported: Java names the Thread
- * object, which a native runtime does not have. A thread that is not a runtime thread records
- * nothing. Every begin needs its end, also when the join is cancelled. */
-void vmt__join_wait_begin(vmt__episode_t *ep);
-void vmt__join_wait_end(vmt__episode_t *ep);
+/* ---- What the thread package calls for join (interrupt.c) ------------------------------ *
+ * Waits until (*word & VMT__EVENT_PERMIT) != 0 (word is type-stable: a record's exit_event),
+ * the deadline (CLOCK_MONOTONIC ns, VMT_OS_NO_DEADLINE) passes, or self is interrupted
+ * (self may be NULL: a thread without record cannot be). While it sleeps, self is WAITING
+ * (TIMED_WAITING with a deadline) and the wait counts in its waited count, as Java's join (an
+ * Object.wait) does. 0, -ETIMEDOUT, -EINTR (the interrupt status cleared). */
+int vmt__wait_for_event(vmt_thread_t *self, _Atomic uint32_t *word, int64_t deadline_ns);
+/* The deadline of a relative timeout: VMT_OS_NO_DEADLINE for VMT_TIMEOUT_INFINITE or past the
+ * clock's range; now for timeout_ns <= 0 (lock.c). */
+int64_t vmt__deadline_after_or_now(int64_t timeout_ns);
 
 /* ---- What the management package reads ----------------------------------------------- *
  * The sync package owns all synchronization needed to read another thread's lock state

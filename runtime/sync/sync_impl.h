@@ -295,7 +295,20 @@ static inline void vmt__lock_took(struct vmt__lock *l, vmt_thread_t *t) {
  * t is the blocking thread's lock identity; a silent one (an implicit record, or a record kept
  * after its last detach: runtime/registry/registry.h) and NULL (sleep on a thread without one)
  * record nothing but the time a monitor's blocked_ns needs. */
-/* vmt__episode_kind_t and vmt__episode_t are in sync.h (the thread package's join keeps one). */
+typedef enum vmt__episode_kind {
+  VMT__EP_ENTER = 0,   /* contended monitor enter or re-enter: BLOCKED, blocked count */
+  VMT__EP_WAIT,        /* vmt_monitor_wait: WAITING / TIMED_WAITING, waited count */
+  VMT__EP_SYNC,        /* waiting for a synchronizer: WAITING / TIMED_WAITING, waited count */
+  VMT__EP_PARK,        /* vmt_park* */
+  VMT__EP_SLEEP,       /* vmt_sleep_ns */
+  VMT__EP_JOIN,        /* an interruptible join: WAITING / TIMED_WAITING, waited count */
+} vmt__episode_kind_t;
+
+typedef struct vmt__episode {
+  vmt__episode_kind_t kind;
+  uint64_t epoch;      /* contention-monitoring epoch at the start; 0 if it was off */
+  int64_t start_ns;    /* vmt_os_elapsed_nanos() at the start, when timed */
+} vmt__episode_t;
 
 /* Publishes the state change. */
 void vmt__episode_begin(vmt_thread_t *t, vmt__episode_t *ep, vmt__episode_kind_t kind,
@@ -354,6 +367,18 @@ int64_t vmt__deadline_after(int64_t timeout_ns);
  * of the calling thread (runtime/vmservices/vmservices.h); leaving it may wait for a safepoint
  * to end, a handshake on the thread's behalf to finish or a suspension to be lifted. */
 int vmt__wait_turn(_Atomic uint32_t *word, uint32_t expected, int64_t deadline_ns);
+/* The same turn against a CLOCK_REALTIME deadline (ns since the epoch: parkUntil's wall time;
+ * the kernel follows changes of the wall clock while the thread sleeps). */
+int vmt__wait_turn_realtime(_Atomic uint32_t *word, uint32_t expected, int64_t deadline_ns);
+
+/* The calling thread's interrupt status, tested and cleared (Thread.interrupted); false for a
+ * thread without record (interrupt.c). */
+bool vmt__interrupt_consume(vmt_thread_t *t);
+static inline bool vmt__interrupt_pending(const vmt_thread_t *t) {
+  /* seq_cst: against the publication of wake_word (interrupt.c); a plain load on x86-64. */
+  return t != NULL &&
+         atomic_load_explicit(&((vmt_thread_t *)t)->sync.interrupted, memory_order_seq_cst);
+}
 
 /* Maps an owner token to a thread id using snap (0 when it is no listed runtime thread). The
  * token must have been read after snap was acquired: a record the snapshot holds is not

@@ -73,6 +73,28 @@ int vmt_thread_set_priority(vmt_thread_t *t, int priority) {
   return 0;
 }
 
+/* ---- Timer slack ------------------------------------------------------------------------ */
+static _Atomic int64_t default_timer_slack = VMT_THREAD_TIMER_SLACK_DEFAULT_NS;
+VMT__PROCESS_STATE(timer_slack, .symbols = "default_timer_slack", .rule = VMT__FORK_KEEP,
+                   .fork = "a setting: the child starts its threads with the same default");
+
+int vmt_thread_set_default_timer_slack(int64_t ns) {
+  if (ns < 0 || ns > VMT_THREAD_TIMER_SLACK_MAX_NS) return -EINVAL;
+  atomic_store_explicit(&default_timer_slack, ns, memory_order_relaxed);
+  return 0;
+}
+
+int64_t vmt_thread_default_timer_slack(void) {
+  return atomic_load_explicit(&default_timer_slack, memory_order_relaxed);
+}
+
+int vmt_thread_set_timer_slack(int64_t ns) {
+  if (ns < 0 || ns > VMT_THREAD_TIMER_SLACK_MAX_NS) return -EINVAL;
+  return vmt_os_set_timer_slack(ns);
+}
+
+int64_t vmt_thread_timer_slack(void) { return vmt_os_timer_slack(); }
+
 pid_t vmt_thread_tid(vmt_thread_t *t) {
   if (t == NULL) return -EINVAL;
   return vmt_os_thread_tid_wait(&t->os);
@@ -87,8 +109,6 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static void survivor_fork_child(void) {
   vmt_thread_t *self = vmt__current;
   if (self == NULL) return;
-  /* Another thread may have held it (copying the name, asking the stack) at the fork. */
-  pthread_mutex_init(&self->cold->lock, NULL);
   self->fork_generation = atomic_load_explicit(&vmt__fork_generation, memory_order_relaxed);
   atomic_store_explicit(&self->os.tid, 0, memory_order_relaxed);
   vmt_os_thread_bind_self(&self->os);

@@ -68,6 +68,8 @@ int vmt_thread_attach(const vmt_thread_options_t *options, vmt_thread_t **out) {
     return rc;
   }
   if (o.name) vmt_os_set_native_name(t->os_name);
+  /* Only when asked: the thread is the host's (its slack is the host's choice). */
+  if (o.timer_slack_set && o.timer_slack_ns > 0) vmt_os_set_timer_slack(o.timer_slack_ns);
   vmt__alloc_thread_begin(t);
   t->attach_count = 1;
   vmt_thread_t *old = vmt__self;

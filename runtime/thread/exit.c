@@ -23,9 +23,10 @@
  *     the live, daemon and category counts drop. The microseconds of the exit path after that
  *     are counted nowhere.
  *  2. Allocation counters folded into the exited total (alloc.c).
- *  3. `done` (release): the bookkeeping is complete. Joiners wait in pthread_join, which
- *     returns only after the thread's very end, so they see all of the above; the exiting
- *     thread makes no wake-up call of its own (join.c says why).
+ *  3. `done` (release): the bookkeeping is complete; exit_event is set and the joiners that
+ *     sleep on it (an interruptible or timed join, join.c) are woken. They then reap in
+ *     pthread_join, which returns only after the thread's very end, so they see all of the
+ *     above; no wake-up call is made when nobody sleeps there.
  *  4. The thread's own reference.
  */
 #include <errno.h>
@@ -49,6 +50,10 @@ void vmt__thread_finish(vmt_thread_t *t, bool goes_on) {
   vmt__current_set(NULL);
   if (!kept) vmt__self = NULL;
   atomic_store_explicit(&t->done, 1, memory_order_release);
+  /* Joiners asleep on exit_event (join.c) wake now, before the last steps of the exit. */
+  atomic_fetch_or_explicit(&t->exit_event, VMT__EVENT_PERMIT, memory_order_seq_cst);
+  if (atomic_load_explicit(&t->join_sleepers, memory_order_seq_cst) > 0)
+    vmt_os_futex_wake(&t->exit_event, INT32_MAX);
   if (!kept) vmt__record_unref(t);   /* else the identity's, dropped at the thread's end */
   pthread_setcancelstate(old_cancel, NULL);
 }

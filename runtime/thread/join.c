@@ -6,50 +6,43 @@
  * (records are type-stable, registry/record.c). Join holds a temporary internal reference while
  * it waits, so a concurrent release cannot recycle the record under it.
  *
- * It waits in pthread_join alone. Waiting first on a futex the exiting thread wakes once its
- * bookkeeping is done would cost, when the joiner arrives early, a wake-up system call in the
- * exiting thread and a second sleep in the joiner (pthread_join still has to wait for the
- * thread's very end to reap it): two context switches where one does.
+ * Java's join is an Object.wait: interruptible (-EINTR, the status cleared) and timed. So a
+ * runtime thread, or any thread with a timeout, first sleeps on the target's exit_event, a
+ * futex word the exiting thread sets just after its bookkeeping (`done`) and wakes only when
+ * a joiner counted itself asleep (join_sleepers; Dekker's pattern with the set), then reaps
+ * with pthread_join, which returns once the kernel has cleared the thread's tid at its very
+ * end. A thread without record joining without a timeout cannot be interrupted: it waits in
+ * pthread_join alone, one sleep and no wake-up call in the exiting thread.
  *
- * While it waits for a thread that has not terminated, the joiner is WAITING, and the wait
- * counts in its ThreadInfo as Java's Thread.join does (runtime/sync/sync.h, vmt__join_wait_begin).
- *
- * Cancellation: pthread_join is a cancellation point, and a joiner cancelled inside it has not
- * joined (POSIX: the target is not detached either). A cleanup handler ends the wait, gives the
- * claim back and drops the temporary reference, so a later join gets the result and reaps the
+ * Cancellation: both waits are cancellation points (pthread_join is one; the futex wait tests
+ * for a request at every turn, and a request wakes it), and a joiner cancelled inside them has
+ * not joined (POSIX: the target is not detached either). A cleanup handler gives the claim
+ * back and drops the temporary reference, so a later join gets the result and reaps the
  * thread, as if the cancelled call had never been made.
  */
 #include <errno.h>
 
 #include "runtime/thread/thread_impl.h"
 
-typedef struct join_wait {
+typedef struct join_claim {
   vmt_thread_t *t;
   vmt_thread_t *self;
-  int saved;           /* the joiner's execution state before the safe region */
-  bool waits;          /* the target was alive: the joiner is WAITING (vmt__join_wait_begin) */
-  vmt__episode_t ep;
-} join_wait_t;
+  bool sleeping;    /* counted in t->join_sleepers */
+  bool in_region;   /* inside the reap's safe region, entered from state `saved` */
+  int saved;
+} join_claim_t;
 
 static void join_cancelled(void *arg) {
-  join_wait_t *w = arg;
+  join_claim_t *c = arg;
   /* The joiner unwinds in the state it was in, not in the safe region's. */
-  vmt__region_leave(w->self, w->saved, NULL);
-  if (w->waits) vmt__join_wait_end(&w->ep);
-  vmt__stack_mark_reaping(w->t, false);   /* not joined: its pthread_t may still be asked */
-  atomic_store_explicit(&w->t->joined, false, memory_order_release);
-  vmt__record_unref(w->t);
+  if (c->in_region) vmt__region_leave(c->self, c->saved, NULL);
+  if (c->sleeping) atomic_fetch_sub_explicit(&c->t->join_sleepers, 1, memory_order_relaxed);
+  vmt__stack_mark_reaping(c->t, false);   /* not joined: its pthread_t may still be asked */
+  atomic_store_explicit(&c->t->joined, false, memory_order_release);
+  vmt__record_unref(c->t);
 }
 
-/* The cancellation point alone in its function: pthread_cleanup_push sets a jump buffer, and
- * nothing of the caller's may live across it (gcc -Wclobbered, seen under --config=tsan). */
-static __attribute__((noinline)) void wait_for_end(join_wait_t *w) {
-  pthread_cleanup_push(join_cancelled, w);
-  pthread_join(w->t->pthread, NULL);
-  pthread_cleanup_pop(0);
-}
-
-int vmt_thread_join(vmt_thread_t *t, void **result) {
+static int join(vmt_thread_t *t, int64_t deadline_ns, bool timed, void **result) {
   if (t == NULL || !vmt__record_ref_if_live(t)) return -EINVAL;
   int rc = 0;
   if (atomic_load_explicit(&t->user_refs, memory_order_acquire) <= 0 ||
@@ -57,33 +50,54 @@ int vmt_thread_join(vmt_thread_t *t, void **result) {
     rc = -EINVAL;
   } else if (t == vmt__current) {
     rc = -EDEADLK;
+  } else if (atomic_exchange_explicit(&t->joined, true, memory_order_acq_rel)) {
+    rc = -EALREADY;
   } else {
-    if (atomic_exchange_explicit(&t->joined, true, memory_order_acq_rel)) {
-      rc = -EALREADY;
-    } else {
+    /* A thread of a fork's parent process does not exist here: nothing to wait for. */
+    bool here = vmt__thread_of_this_process(t);
+    vmt_thread_t *self = vmt__current;
+    join_claim_t claim = {.t = t, .self = self};
+    pthread_cleanup_push(join_cancelled, &claim);
+    /* Interruptible or timed: sleep on the target's exit_event first (its exit sets it just
+     * after `done` and wakes sleepers it counts, exit.c). A thread without record waiting
+     * without a timeout can be neither interrupted nor timed out: pthread_join alone. */
+    if (here && (self != NULL || timed)) {
+      atomic_fetch_add_explicit(&t->join_sleepers, 1, memory_order_seq_cst);
+      claim.sleeping = true;
+      rc = vmt__wait_for_event(self, &t->exit_event, deadline_ns);
+      atomic_fetch_sub_explicit(&t->join_sleepers, 1, memory_order_relaxed);
+      claim.sleeping = false;
+    }
+    if (rc == 0) {
       /* pthread_join returns once the kernel has cleared the thread's tid word, after the
-       * thread ran its whole exit path: the bookkeeping is done by then. A thread of a fork's
-       * parent process does not exist here: nothing to wait for. */
+       * thread ran its whole exit path: the bookkeeping is done by then. */
       vmt__stack_mark_reaping(t, true);
-      if (vmt__thread_of_this_process(t)) {
-        /* Java: joining a live thread is a wait (WAITING, a waited count); joining one that
-         * has terminated returns at once (isAlive() is false), though pthread_join may still
-         * wait out its last instructions. The wait itself is a safe region, like the
-         * runtime's other blocking calls (vmservices.h). */
-        join_wait_t w = {.t = t, .self = vmt__current};
-        w.waits = atomic_load_explicit(&t->state, memory_order_acquire) != VMT_THREAD_TERMINATED;
-        if (w.waits) vmt__join_wait_begin(&w.ep);
-        w.saved = vmt__region_enter(w.self);
-        wait_for_end(&w);
-        vmt__region_leave(w.self, w.saved, NULL);
-        if (w.waits) vmt__join_wait_end(&w.ep);
+      if (here) {
+        /* A safe region, like the runtime's other blocking calls (vmservices.h). */
+        claim.saved = vmt__region_enter(self);
+        claim.in_region = true;
+        pthread_join(t->pthread, NULL);
+        vmt__region_leave(self, claim.saved, NULL);
+        claim.in_region = false;
       }
       t->owns_pthread = false;
       if (result) *result = t->result;
+    } else {
+      /* Interrupted or timed out: no join happened, and another may. */
+      atomic_store_explicit(&t->joined, false, memory_order_release);
     }
+    pthread_cleanup_pop(0);
   }
   vmt__record_unref(t);
   return rc;
+}
+
+int vmt_thread_join(vmt_thread_t *t, void **result) {
+  return join(t, VMT_OS_NO_DEADLINE, false, result);
+}
+
+int vmt_thread_timed_join(vmt_thread_t *t, int64_t timeout_ns, void **result) {
+  return join(t, vmt__deadline_after_or_now(timeout_ns), true, result);
 }
 
 int vmt_thread_retain(vmt_thread_t *t) {

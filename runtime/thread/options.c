@@ -17,7 +17,8 @@
 
 #define KNOWN_FLAGS                                                                      \
   (VMT_THREAD_OPT_NAME | VMT_THREAD_OPT_CATEGORY | VMT_THREAD_OPT_DAEMON |               \
-   VMT_THREAD_OPT_PRIORITY | VMT_THREAD_OPT_STACK_SIZE | VMT_THREAD_OPT_STACK_GUARD)
+   VMT_THREAD_OPT_PRIORITY | VMT_THREAD_OPT_STACK_SIZE | VMT_THREAD_OPT_STACK_GUARD |   \
+   VMT_THREAD_OPT_TIMER_SLACK)
 
 bool vmt__utf8_valid(const char *s, size_t len) {
   const unsigned char *p = (const unsigned char *)s;
@@ -123,6 +124,12 @@ int vmt__options_resolve(const vmt_thread_options_t *options, vmt__thread_opts_t
     out->priority = options->priority;
   }
   if (f & VMT_THREAD_OPT_STACK_SIZE) out->stack_size = vmt__stack_size_rule(options->stack_size);
+  if (f & VMT_THREAD_OPT_TIMER_SLACK) {
+    if (options->timer_slack_ns < 0 || options->timer_slack_ns > VMT_THREAD_TIMER_SLACK_MAX_NS)
+      return -EINVAL;
+    out->timer_slack_set = true;
+    out->timer_slack_ns = options->timer_slack_ns;
+  }
   if (f & VMT_THREAD_OPT_STACK_GUARD) return guard_resolve(&options->stack_guard, out);
   return 0;
 }

@@ -35,8 +35,10 @@ static void *trampoline(void *arg) {
   vmt__registry_count(t);   /* if the parent has not yet: live before the body runs */
   vmt__alloc_thread_begin(t);
   pthread_cleanup_push(on_exit_path, t);
-  /* Best effort, as in HotSpot: a thread runs fine under its inherited kernel name. */
+  /* Best effort, as in HotSpot: a thread runs fine under its inherited kernel name, and with
+   * the timer slack it inherited. */
   vmt_os_set_native_name(t->os_name);
+  if (t->cold->timer_slack_ns > 0) vmt_os_set_timer_slack(t->cold->timer_slack_ns);
   /* Likewise: without the zones it asked for (the map count or memory ran out), a thread runs
    * and its stack info shows none. */
   vmt__stack_guard_begin(t);
@@ -60,6 +62,8 @@ static int start(vmt_thread_t **out, const vmt__thread_opts_t *o, vmt__thread_ki
   t->fn = fn;
   t->arg = arg;
   t->cold->guard = o->guard;   /* the child protects them before its body runs */
+  t->cold->timer_slack_ns = o->timer_slack_set ? o->timer_slack_ns
+                                               : vmt_thread_default_timer_slack();
   t->result = PTHREAD_CANCELED;  /* unless the body returns or calls vmt_thread_exit */
   t->start_time_ns = vmt_os_java_time_nanos();
   atomic_store_explicit(&t->state, VMT_THREAD_RUNNABLE, memory_order_relaxed);

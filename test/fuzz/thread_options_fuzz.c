@@ -67,10 +67,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   vmt__thread_opts_t r;
   int rc = vmt__options_resolve(&o, &r);
   FUZZ_REQUIRE(rc == 0 || rc == -EINVAL);
-  /* The input sets no guard zones (all 0): the flag alone is always acceptable. */
+  /* The input sets no guard zones and no timer slack (all 0): those flags alone are always
+   * acceptable. */
   const unsigned known = VMT_THREAD_OPT_NAME | VMT_THREAD_OPT_CATEGORY | VMT_THREAD_OPT_DAEMON |
                          VMT_THREAD_OPT_PRIORITY | VMT_THREAD_OPT_STACK_SIZE |
-                         VMT_THREAD_OPT_STACK_GUARD;
+                         VMT_THREAD_OPT_STACK_GUARD | VMT_THREAD_OPT_TIMER_SLACK;
   int ok = (o.flags & ~known) == 0;
   if (o.flags & VMT_THREAD_OPT_NAME) {
     size_t len = name ? strlen(name) : 0;
