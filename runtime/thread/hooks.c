@@ -34,23 +34,30 @@ static _Atomic int hooks_used;
  * fork child keeps the forker's own calls counted. */
 static _Thread_local unsigned inside_hooks;
 
-static void hooks_fork_prepare(void) { pthread_mutex_lock(&hooks_lock); }
-static void hooks_fork_parent(void) { pthread_mutex_unlock(&hooks_lock); }
+/* Not held across fork (ThreadSanitizer tracks 64 locks per thread, and a fork holds dozens):
+ * an add publishes `used` last and a remove clears the functions first, so a slot a vanished
+ * thread left half changed is either whole or has no function left, which the child frees. */
 static void hooks_fork_child(void) {
   pthread_mutex_init(&hooks_lock, NULL);
-  /* The threads inside hooks did not come along, except the forker itself. */
-  for (int i = 0; i < VMT_THREAD_HOOKS_MAX; i++)
-    atomic_store_explicit(&hooks[i].active, (inside_hooks >> i) & 1u ? 1 : 0,
-                          memory_order_relaxed);
+  int used = 0;
+  for (int i = 0; i < VMT_THREAD_HOOKS_MAX; i++) {
+    hook_t *h = &hooks[i];
+    if (atomic_load_explicit(&h->on_start, memory_order_relaxed) == NULL &&
+        atomic_load_explicit(&h->on_exit, memory_order_relaxed) == NULL)
+      atomic_store_explicit(&h->used, false, memory_order_relaxed);
+    used += atomic_load_explicit(&h->used, memory_order_relaxed);
+    /* The threads inside hooks did not come along, except the forker itself. */
+    atomic_store_explicit(&h->active, (inside_hooks >> i) & 1u ? 1 : 0, memory_order_relaxed);
+  }
+  atomic_store_explicit(&hooks_used, used, memory_order_relaxed);
 }
-/* Under hooks_lock a thread only changes the table: it waits for nothing. */
 VMT__PROCESS_STATE(thread_hooks, .symbols = "hooks_lock hooks hooks_used inside_hooks",
                    .rule = VMT__FORK_RESET,
-                   .fork = "the hooks stay registered (the table is held across fork); the "
-                           "calls in progress of vanished threads are forgotten, the forking "
-                           "thread's own stay counted (inside_hooks)",
-                   .rank = VMT__RANK_THREAD + 4, .prepare = hooks_fork_prepare,
-                   .parent = hooks_fork_parent, .child = hooks_fork_child);
+                   .fork = "the hooks stay registered; the lock is re-initialised, a slot a "
+                           "vanished remover left without functions is freed, the calls in "
+                           "progress of vanished threads are forgotten, the forking thread's "
+                           "own stay counted (inside_hooks)",
+                   .rank = VMT__RANK_THREAD + 4, .child = hooks_fork_child);
 
 int vmt_thread_hooks_add(vmt_thread_hook_fn on_start, vmt_thread_hook_fn on_exit, void *ctx) {
   if (on_start == NULL && on_exit == NULL) return -EINVAL;

@@ -22,9 +22,10 @@
  *
  * Fork: the handler and the child's copy of the forking thread's zones and alternate stack
  * are inherited as they are (a fork copies the address space and the dispositions); the
- * install lock is held across fork (the rows below).
+ * installation's state is settled in the child (the rows below).
  */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
@@ -32,24 +33,32 @@
 
 #include "runtime/thread/thread_impl.h"
 
-static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic bool installed;
-static struct sigaction previous;   /* written once, under install_lock, before `installed` */
+/* The handler's installation: NONE, then INSTALLING (one thread's sigaction in progress), then
+ * INSTALLED. No lock: a fork child finds out from the disposition itself what a vanished
+ * installer had done (fork rule below). */
+enum { NONE = 0, INSTALLING, INSTALLED };
+static _Atomic int install_state;
+static struct sigaction previous;   /* written by the one installer, before INSTALLED */
+static void on_segv(int sig, siginfo_t *info, void *uc);
 
 static _Atomic(vmt_stack_overflow_fn) handler_fn;
 static _Atomic(void *) handler_ctx;
 
-static void install_fork_prepare(void) { pthread_mutex_lock(&install_lock); }
-static void install_fork_parent(void) { pthread_mutex_unlock(&install_lock); }
-static void install_fork_child(void) { pthread_mutex_init(&install_lock, NULL); }
-/* Under install_lock a thread makes one sigaction call, and waits for nothing. */
-VMT__PROCESS_STATE(stack_guard_install, .symbols = "install_lock installed previous",
-                   .rule = VMT__FORK_HOLD,
+static void install_fork_child(void) {
+  if (atomic_load_explicit(&install_state, memory_order_relaxed) != INSTALLING) return;
+  /* Its installer vanished mid-way: the kernel's disposition says whether it got that far
+   * (`previous` is written by the same sigaction call). */
+  struct sigaction now;
+  bool ours = sigaction(SIGSEGV, NULL, &now) == 0 && (now.sa_flags & SA_SIGINFO) &&
+              now.sa_sigaction == on_segv;
+  atomic_store_explicit(&install_state, ours ? INSTALLED : NONE, memory_order_relaxed);
+}
+VMT__PROCESS_STATE(stack_guard_install, .symbols = "install_state previous",
+                   .rule = VMT__FORK_RESET,
                    .fork = "the child inherits the signal dispositions: our handler stays "
-                           "installed over the one it chains to (held across fork, so never "
-                           "half-installed)",
-                   .rank = VMT__RANK_THREAD + 3, .prepare = install_fork_prepare,
-                   .parent = install_fork_parent, .child = install_fork_child);
+                           "installed over the one it chains to; an installation a vanished "
+                           "thread left in progress is settled from the disposition itself",
+                   .rank = VMT__RANK_THREAD + 3, .child = install_fork_child);
 VMT__PROCESS_STATE(stack_guard_handler, .symbols = "handler_fn handler_ctx",
                    .rule = VMT__FORK_KEEP,
                    .fork = "the VM's overflow handler stays set; the forking thread's zones and "
@@ -199,24 +208,21 @@ static void on_segv(int sig, siginfo_t *info, void *uc) {
 }
 
 static int install_handler(void) {
-  if (atomic_load_explicit(&installed, memory_order_acquire)) return 0;
-  pthread_mutex_lock(&install_lock);
-  int rc = 0;
-  if (!atomic_load_explicit(&installed, memory_order_relaxed)) {
+  int expected = NONE;
+  if (atomic_compare_exchange_strong(&install_state, &expected, INSTALLING)) {
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_sigaction = on_segv;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    if (sigaction(SIGSEGV, &sa, &previous) != 0)
-      rc = -errno;
-    else
-      atomic_store_explicit(&installed, true, memory_order_release);
+    int rc = sigaction(SIGSEGV, &sa, &previous) == 0 ? 0 : -errno;
+    atomic_store(&install_state, rc == 0 ? INSTALLED : NONE);
+    return rc;
   }
-  pthread_mutex_unlock(&install_lock);
-  return rc;
+  /* Another thread installs it: one system call away. */
+  while (atomic_load(&install_state) == INSTALLING) sched_yield();
+  return atomic_load(&install_state) == INSTALLED ? 0 : install_handler();
 }
-
 
 /* ---- Set-up and tear-down, on the thread itself ---------------------------------------- */
 int vmt__stack_guard_begin(vmt_thread_t *t) {

@@ -21,17 +21,23 @@ typedef struct tls_key {
 static pthread_mutex_t keys_lock = PTHREAD_MUTEX_INITIALIZER;
 static tls_key_t keys[VMT_TLS_KEYS_MAX];   /* index 0 is never used */
 
-static void keys_fork_prepare(void) { pthread_mutex_lock(&keys_lock); }
-static void keys_fork_parent(void) { pthread_mutex_unlock(&keys_lock); }
-static void keys_fork_child(void) { pthread_mutex_init(&keys_lock, NULL); }
-/* Under keys_lock a thread only stores slots of a snapshot it acquired before (no lock). The
- * slots themselves are record fields: the forking thread's stay its own, the vanished
- * threads' records are tombstones whose slots nobody reads. */
-VMT__PROCESS_STATE(tls_keys, .symbols = "keys_lock keys", .rule = VMT__FORK_HOLD,
-                   .fork = "the key table is whole (held across fork): keys and destructors "
-                           "stay allocated in the child",
-                   .rank = VMT__RANK_THREAD + 2, .prepare = keys_fork_prepare,
-                   .parent = keys_fork_parent, .child = keys_fork_child);
+/* Not held across fork (a fork already holds dozens of locks, the allocator's among them, and
+ * ThreadSanitizer tracks 64 per thread): a key's `used` flag is its last store when created
+ * and its first when deleted, so the table a vanished thread left is whole but for a
+ * deletion's clearing of the slots, which the child finishes for the one thread it has. */
+static void keys_fork_child(void) {
+  pthread_mutex_init(&keys_lock, NULL);
+  vmt_thread_t *self = vmt__current;
+  if (self == NULL) return;
+  for (vmt_tls_key_t k = 1; k < VMT_TLS_KEYS_MAX; k++)
+    if (!atomic_load_explicit(&keys[k].used, memory_order_relaxed))
+      __atomic_store_n(&self->cold->fast.tls[k], NULL, __ATOMIC_RELAXED);
+}
+VMT__PROCESS_STATE(tls_keys, .symbols = "keys_lock keys", .rule = VMT__FORK_REINIT,
+                   .fork = "keys and destructors stay allocated; the lock is re-initialised and "
+                           "a deletion a vanished thread left half done is finished for the "
+                           "forking thread (the only one whose slots are read)",
+                   .rank = VMT__RANK_THREAD + 2, .child = keys_fork_child);
 
 static bool key_live(vmt_tls_key_t key) {
   return key != 0 && key < VMT_TLS_KEYS_MAX &&
