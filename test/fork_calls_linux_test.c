@@ -427,6 +427,12 @@ static void call_park_until(int w) {
   else
     vmt_park_until(0, VMT_CLOCK_REALTIME);   /* passed: at once */
 }
+static void call_park_blocker(int w) {
+  vmt_park_blocker_t b = {.class_name = "fork.Row$Blocker", .identity_hash = w};
+  vmt_thread_set_park_blocker(&b);
+  vmt_park_nanos(50 * 1000);
+  vmt_thread_set_park_blocker(NULL);
+}
 static void call_monitor_holds(int w) { (void)w, KEEP(vmt_monitor_holds_lock(mon) + 1); }
 static void call_sync_holds(int w) { (void)w, KEEP(vmt_sync_holds_lock(sync1) + 1); }
 
@@ -962,6 +968,7 @@ static const row_t rows[] = {
     {.fn = "vmt_park", .call = call_park, .workers = 2},
     {.fn = "vmt_unpark", .call = call_unpark, .workers = 2},
     {.fn = "vmt_park_nanos", .call = call_park_nanos, .workers = 2},
+    {.fn = "vmt_thread_set_park_blocker", .call = call_park_blocker, .workers = 2},
     {.fn = "vmt_park_until", .call = call_park_until, .workers = 2},
     {.fn = "vmt_monitor_holds_lock", .call = call_monitor_holds, .workers = 2},
     {.fn = "vmt_sync_holds_lock", .call = call_sync_holds, .workers = 2},

@@ -4,7 +4,8 @@
  * itself, when it is current and listed, before the body and before the TLS destructors, in
  * order, for started and attached threads and every way out; removal waits for calls in
  * progress, refuses to run from a hook), rename (the full name, the kernel name only for a
- * started thread renaming itself, copies that race with renames), priority, and holdsLock.
+ * started thread renaming itself, copies that race with renames), priority, holdsLock, and the
+ * park blocker (LockSupport.park(blocker): ThreadInfo's lock and its owner, the dump's line).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -14,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -104,7 +106,12 @@ static void *hooked_body(void *arg) {
   vmt_monitor_enter(held);   /* never left: the runtime releases it after the exit hooks */
   b->self = pthread_self();
   latch_open(&b->ready);
-  latch_wait(&b->go);   /* start has returned: the thread is counted, so listed at its exit */
+  /* start has returned: the thread is counted, so listed at its exit. Not cancelled inside
+   * the latch's condition wait (it would keep the latch's mutex). */
+  int old_state;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old_state);
+  latch_wait(&b->go);
+  pthread_setcancelstate(old_state, NULL);
   if (b->how == OUT_CANCEL)
     for (;;) pthread_testcancel();
   if (b->how == OUT_EXIT) vmt_thread_exit(NULL);
@@ -519,6 +526,105 @@ static void holds_lock_answers_for_the_calling_thread(void **state) {
   latch_destroy(&o.release);
 }
 
+/* ---- Park blocker ------------------------------------------------------------------------ */
+#define AQS_CLASS "java.util.concurrent.locks.ReentrantLock$NonfairSync"
+
+typedef struct parker {
+  int64_t owner;
+  int rc_set, rc_long;
+  latch_t parked_once;
+} parker_t;
+
+static void *park_with_blocker(void *arg) {
+  parker_t *p = arg;
+  vmt_park_blocker_t b = {.class_name = AQS_CLASS, .identity_hash = 0x1b6d3586,
+                          .owner_id = p->owner};
+  p->rc_set = vmt_thread_set_park_blocker(&b);
+  vmt_park(0);   /* unparked by the test after it looked */
+  /* Not parking: the blocker set is no lock. Then a class name too long, cut. */
+  latch_open(&p->parked_once);
+  char long_name[200];
+  memset(long_name, 'x', sizeof(long_name));
+  memcpy(long_name + 126, "\xc3\xa9", 2);   /* a 2-byte character across the 127-byte limit */
+  long_name[sizeof(long_name) - 1] = '\0';
+  b.class_name = long_name;
+  b.owner_id = 0;
+  p->rc_long = vmt_thread_set_park_blocker(&b);
+  vmt_park(0);
+  vmt_thread_set_park_blocker(NULL);
+  vmt_park(0);   /* no blocker: no lock */
+  return NULL;
+}
+
+static vmt_thread_info_t *info_of(vmt_thread_t *t) {
+  vmt_thread_info_t *info = NULL;
+  assert_int_equal(vmt_mx_get_thread_info(vmt_thread_id(t), 0, &info), 0);
+  assert_non_null(info);
+  return info;
+}
+
+static void wait_waiting(vmt_thread_t *t) {
+  MU_POLL_UNTIL(vmt_thread_state(t) == VMT_THREAD_WAITING, "WAITING");
+}
+
+static void park_blocker_is_the_lock_of_a_parked_thread(void **state) {
+  (void)state;
+  vmt_thread_t *self;
+  assert_int_equal(vmt_thread_attach(NULL, &self), 0);   /* the blocker's owner */
+  parker_t p = {.owner = vmt_thread_id(self)};
+  latch_init(&p.parked_once);
+  vmt_thread_t *t;
+  assert_int_equal(vmt_thread_start(&t, park_with_blocker, &p), 0);
+  wait_waiting(t);
+  vmt_thread_info_t *info = info_of(t);
+  assert_non_null(info->lock);
+  assert_string_equal(info->lock->class_name, AQS_CLASS);
+  assert_string_equal(info->lock->name, AQS_CLASS "@1b6d3586");
+  assert_int_equal(info->lock->identity_hash, 0x1b6d3586);
+  assert_int_equal(info->lock_owner_id, vmt_thread_id(self));
+  assert_string_equal(info->lock_owner_name, vmt_thread_name(self));
+  vmt_mx_thread_info_free(info);
+  char *dump = NULL;
+  size_t len = 0;
+  assert_int_equal(vmt_mx_thread_dump_to_string(&dump, &len), 0);
+  assert_non_null(strstr(dump, "- parking to wait for <" AQS_CLASS "@1b6d3586> (owned by"));
+  free(dump);
+  assert_int_equal(p.rc_set, 0);
+  vmt_unpark(t);
+  latch_wait(&p.parked_once);
+  wait_waiting(t);
+  info = info_of(t);
+  assert_non_null(info->lock);
+  assert_int_equal(strlen(info->lock->class_name), 126);   /* cut before the character */
+  assert_int_equal(info->lock_owner_id, -1);
+  vmt_mx_thread_info_free(info);
+  assert_int_equal(p.rc_long, 0);
+  vmt_unpark(t);
+  /* The third park has no blocker: wait until the thread is in it (its blocked state with no
+   * lock), then look. */
+  for (int tries = 0;; tries++) {
+    info = info_of(t);
+    bool none = info->state == VMT_THREAD_WAITING && info->lock == NULL;
+    vmt_mx_thread_info_free(info);
+    if (none) break;
+    if (tries > 10000) fail_msg("the blocker was not cleared");
+    mu_pause_1ms();
+  }
+  vmt_unpark(t);
+  assert_int_equal(vmt_thread_join(t, NULL), 0);
+  assert_int_equal(vmt_thread_release(t), 0);
+  latch_destroy(&p.parked_once);
+  /* Bad input. */
+  vmt_park_blocker_t bad = {.class_name = NULL};
+  assert_int_equal(vmt_thread_set_park_blocker(&bad), -EINVAL);
+  bad.class_name = "x";
+  bad.owner_id = -3;
+  assert_int_equal(vmt_thread_set_park_blocker(&bad), -EINVAL);
+  assert_int_equal(vmt_thread_set_park_blocker(NULL), 0);
+  assert_int_equal(vmt_thread_detach(), 0);
+  assert_int_equal(vmt_thread_set_park_blocker(NULL), -EPERM);
+}
+
 int main(void) {
   const struct CMUnitTest hook_tests[] = {
       cmocka_unit_test(hooks_run_in_order_when_a_thread_returns),
@@ -536,6 +642,7 @@ int main(void) {
       cmocka_unit_test(thread_info_shows_the_new_name_and_priority),
       cmocka_unit_test(renames_race_with_readers),
       cmocka_unit_test(holds_lock_answers_for_the_calling_thread),
+      cmocka_unit_test(park_blocker_is_the_lock_of_a_parked_thread),
   };
   int failed = cmocka_run_group_tests_name("hooks", hook_tests, hooks_setup, hooks_teardown);
   return failed + cmocka_run_group_tests_name("thread", tests, NULL, NULL);

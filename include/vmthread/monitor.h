@@ -131,6 +131,24 @@ VMT_EXPORT int vmt_sleep_ns(int64_t ns);
  *   milliseconds * 10^6; the wait follows changes of the wall clock). A deadline that has
  *   passed waits no more, but still consumes a permit present. -EINVAL for another clock.
  */
+/*
+ * LockSupport.park(blocker): Java's LockSupport sets the thread's parkBlocker field, parks,
+ * and clears it; a VM does the same with this setter around any vmt_park* call. While the
+ * calling thread is parked with a blocker set, ThreadInfo reports the blocker as its lock
+ * (class name and identity, "class@hex" as LockInfo.toString) and owner_id as the lock's owner
+ * (an AbstractOwnableSynchronizer's exclusive owner; 0 for none), and the dump shows "parking
+ * to wait for <...>". The class name is copied, cut at VMT_PARK_BLOCKER_CLASS_MAX bytes on a
+ * UTF-8 boundary. NULL clears the blocker. Errors: -EPERM (not a runtime thread), -EINVAL (a
+ * blocker without class_name, or an owner_id < 0).
+ */
+#define VMT_PARK_BLOCKER_CLASS_MAX 127
+typedef struct vmt_park_blocker {
+  const char *class_name;   /* e.g. "java.util.concurrent.locks.ReentrantLock$NonfairSync" */
+  int32_t identity_hash;
+  int64_t owner_id;
+} vmt_park_blocker_t;
+VMT_EXPORT int vmt_thread_set_park_blocker(const vmt_park_blocker_t *blocker);
+
 VMT_EXPORT int vmt_park(int64_t timeout_ns);
 VMT_EXPORT int vmt_park_nanos(int64_t timeout_ns);
 VMT_EXPORT int vmt_park_until(int64_t deadline_ns, vmt_clock_t clock);

@@ -77,6 +77,7 @@ struct vmt__thread_sync {
    * but no state, counts or times (nobody lists it): an implicit record, or an attached record
    * after its last detach while its thread still holds locks (runtime/sync/sync.h). */
   bool silent;
+  _Atomic bool parking;                       /* in a park (its blocker is its lock) */
 };
 
 /* Per-thread state of the VM services (runtime/vmservices/), except the execution state and
@@ -128,6 +129,12 @@ struct vmt__thread_cold {
   vmt_os_altstack_t altstack;        /* the alternate signal stack the handler runs on */
   /* runtime/thread/start.c: the timer slack a started thread sets as it starts (0: none). */
   int64_t timer_slack_ns;
+  /* runtime/sync/park.c: the park blocker (vmt_thread_set_park_blocker), written by the thread
+   * inside t->sync.seq's write sections, copied by readers under it (lock_info.c). */
+  _Atomic bool blocker_set;
+  _Atomic int32_t blocker_hash;
+  _Atomic int64_t blocker_owner;
+  _Atomic uint64_t blocker_class[(VMT_PARK_BLOCKER_CLASS_MAX + 1 + 7) / 8];
 };
 
 /* Per-category figures (Eclipse OMR keeps these for GC/JIT/application threads). */

@@ -66,6 +66,9 @@ static void enter_state(vmt_thread_t *t, const vmt__episode_t *ep, struct vmt__l
       bump(&t->sync.waited_count);
       break;
     case VMT__EP_PARK:
+      atomic_store_explicit(&t->sync.parking, true, VMT__SEQ_W);
+      bump(&t->sync.waited_count);
+      break;
     case VMT__EP_JOIN:
       bump(&t->sync.waited_count);
       break;
@@ -91,6 +94,8 @@ static void leave_state(vmt_thread_t *t, const vmt__episode_t *ep, bool keep_tim
       atomic_store_explicit(&t->sync.parked_on, NULL, VMT__SEQ_W);
       break;
     case VMT__EP_PARK:
+      atomic_store_explicit(&t->sync.parking, false, VMT__SEQ_W);
+      break;
     case VMT__EP_SLEEP:
     case VMT__EP_JOIN:
       break;

@@ -19,6 +19,7 @@
  * as HotSpot's do, when it began under the current contention-monitoring epoch.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +44,20 @@ static void read_times(vmt_thread_t *t, uint64_t epoch, int64_t *blocked, int64_
     *waited += so_far;
 }
 
+/* A park blocker as a lock descriptor (inside the reader's section); its owner's id. */
+static int64_t fill_blocker(struct vmt__thread_cold *c, vmt__lock_desc_t *d) {
+  enum { WORDS = sizeof(c->blocker_class) / sizeof(c->blocker_class[0]) };
+  uint64_t words[WORDS];
+  for (int i = 0; i < WORDS; i++) words[i] = atomic_load_explicit(&c->blocker_class[i], VMT__SEQ_R);
+  memcpy(d->class_name, words, sizeof(d->class_name) - 1);
+  d->class_name[sizeof(d->class_name) - 1] = '\0';   /* a torn copy stays a C string */
+  d->identity = atomic_load_explicit(&c->blocker_hash, VMT__SEQ_R);
+  snprintf(d->name, sizeof(d->name), "%s@%x", d->class_name, (unsigned)d->identity);
+  d->is_sync = false;
+  d->depth = -1;
+  return atomic_load_explicit(&c->blocker_owner, VMT__SEQ_R);
+}
+
 int vmt__thread_lock_info(struct vmt_thread *t, bool want_held, vmt__thread_lock_info_t *out) {
   if (t == NULL || out == NULL) return -EINVAL;
   memset(out, 0, sizeof(*out));
@@ -51,6 +66,7 @@ int vmt__thread_lock_info(struct vmt_thread *t, bool want_held, vmt__thread_lock
   vmt__lock_desc_t *held = NULL;
   size_t cap = 0;
   uintptr_t owner_token = 0;
+  int64_t blocker_owner = 0;
   vmt__thread_lock_info_t copy;
 
   for (unsigned attempts = 0;;) {
@@ -63,10 +79,15 @@ int vmt__thread_lock_info(struct vmt_thread *t, bool want_held, vmt__thread_lock
     if (l == NULL)
       l = (struct vmt__lock *)atomic_load_explicit(&t->sync.parked_on, VMT__SEQ_R);
     owner_token = 0;
+    blocker_owner = 0;
     if (l != NULL) {
       copy.has_lock = true;
       vmt__lock_fill_desc(l, &copy.lock);
       owner_token = atomic_load_explicit(&l->owner, VMT__SEQ_R);
+    } else if (atomic_load_explicit(&t->sync.parking, VMT__SEQ_R) &&
+               atomic_load_explicit(&t->cold->blocker_set, VMT__SEQ_R)) {
+      copy.has_lock = true;
+      blocker_owner = fill_blocker(t->cold, &copy.lock);
     }
     copy.blocked_count = atomic_load_explicit(&t->sync.blocked_count, VMT__SEQ_R);
     copy.waited_count = atomic_load_explicit(&t->sync.waited_count, VMT__SEQ_R);
@@ -114,7 +135,7 @@ int vmt__thread_lock_info(struct vmt_thread *t, bool want_held, vmt__thread_lock
   (void)vmt__fault_hit(VMT__FAULT_LOCK_OWNER);   /* a test may end the owner here */
   int64_t id = vmt__token_owner_id(snap, owner_token);
   vmt__registry_release(snap);
-  copy.lock_owner_id = id > 0 ? id : -1;
+  copy.lock_owner_id = id > 0 ? id : blocker_owner > 0 ? blocker_owner : -1;
   *out = copy;
   return 0;
 }

@@ -18,8 +18,12 @@
  * (so EINTR and spurious wake-ups neither shorten nor lengthen it), or an interrupt (-EINTR,
  * the status cleared, Thread.sleep's InterruptedException), also one pending at the call. An
  * unpark only makes a sleeper look again.
+ * The park blocker (LockSupport's parkBlocker) is copied into the record inside a write
+ * section of the thread's sequence lock; readers report it as the lock of a thread that is
+ * parking (lock_info.c).
  */
 #include <errno.h>
+#include <string.h>
 
 #include "runtime/sync/sync_impl.h"
 
@@ -80,6 +84,34 @@ int vmt_park_until(int64_t deadline_ns, vmt_clock_t clock) {
   /* A deadline that has passed waits no more, but a permit is still consumed (Unsafe.park with
    * an absolute time, as parkUntil calls it). */
   return park(t, deadline_ns < 0 ? 0 : deadline_ns, clock == VMT_CLOCK_REALTIME);
+}
+
+int vmt_thread_set_park_blocker(const vmt_park_blocker_t *blocker) {
+  vmt_thread_t *t = vmt__current;
+  if (t == NULL) return -EPERM;
+  if (blocker != NULL && (blocker->class_name == NULL || blocker->owner_id < 0)) return -EINVAL;
+  struct vmt__thread_cold *c = t->cold;
+  enum { WORDS = sizeof(c->blocker_class) / sizeof(c->blocker_class[0]) };
+  uint64_t words[WORDS] = {0};
+  if (blocker != NULL) {
+    /* Cut on a character boundary (at most 3 continuation bytes back from the limit). */
+    size_t n = strnlen(blocker->class_name, VMT_PARK_BLOCKER_CLASS_MAX + 1);
+    if (n > VMT_PARK_BLOCKER_CLASS_MAX) {
+      n = VMT_PARK_BLOCKER_CLASS_MAX;
+      for (int k = 0; k < 3 && n > 0 && (blocker->class_name[n] & 0xC0) == 0x80; k++) n--;
+    }
+    memcpy(words, blocker->class_name, n);
+  }
+  uint32_t s = vmt__seq_begin(&t->sync.seq);
+  if (blocker != NULL) {
+    for (int i = 0; i < WORDS; i++)
+      atomic_store_explicit(&c->blocker_class[i], words[i], VMT__SEQ_W);
+    atomic_store_explicit(&c->blocker_hash, blocker->identity_hash, VMT__SEQ_W);
+    atomic_store_explicit(&c->blocker_owner, blocker->owner_id, VMT__SEQ_W);
+  }
+  atomic_store_explicit(&c->blocker_set, blocker != NULL, VMT__SEQ_W);
+  vmt__seq_end(&t->sync.seq, s);
+  return 0;
 }
 
 int vmt_unpark(vmt_thread_t *t) {

@@ -67,7 +67,8 @@ int64_t vmt__deadline_after_or_now(int64_t timeout_ns);
  * safely while that thread enters, exits, waits, and while monitors are destroyed: the
  * functions below return copies, never pointers into monitors. */
 typedef struct vmt__lock_desc {
-  char class_name[24];                  /* "vmt.Monitor" / "vmt.Synchronizer" */
+  /* "vmt.Monitor" / "vmt.Synchronizer", or a park blocker's class (VM-given, cut) */
+  char class_name[VMT_PARK_BLOCKER_CLASS_MAX + 1];
   char name[VMT__LOCK_DESC_NAME_MAX];   /* "name@hexid" */
   int32_t identity;
   bool is_sync;
