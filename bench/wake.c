@@ -19,6 +19,10 @@
  *                           handler in between): what a signal-based interrupt costs
  *   vmt_unpark              vmt_unpark -> vmt_park returns
  *   vmt_notify              vmt_monitor_notify, then exit -> vmt_monitor_wait returns
+ *   vmt_interrupt_sleep     vmt_thread_interrupt -> vmt_sleep_ns returns -EINTR
+ *   vmt_interrupt_park      vmt_thread_interrupt -> vmt_park returns -EINTR
+ *   vmt_interrupt_join      vmt_thread_interrupt -> vmt_thread_join (of a thread that never
+ *                           ends) returns -EINTR
  *   pthread_exit_join       a thread's last statement -> pthread_join returns (raw pthreads)
  *   vmt_exit_join           the same through vmt_thread_start / vmt_thread_join
  *
@@ -28,16 +32,19 @@
  *
  *   nanosleep_1ms           nanosleep(1 ms) with the thread's default timer slack (50 us)
  *   nanosleep_1ms_slack_1ns the same with PR_SET_TIMERSLACK 1 ns
- *   vmt_sleep_1ms, vmt_park_1ms, vmt_wait_1ms   vmthread's timed calls, default slack
+ *   vmt_sleep_1ms, vmt_park_1ms, vmt_wait_1ms, vmt_join_1ms (vmt_thread_timed_join of a
+ *                           thread that never ends)   vmthread's timed calls, with the timer
+ *                           slack the runtime gives the threads it starts
+ *                           (vmt_thread_default_timer_slack; the main thread here is attached,
+ *                           and attach leaves a host thread's slack alone)
  *
  * Adding a variant is one function per side and one line in a table: WAKE_VARIANTS (a block
  * function run by the waiter, which returns the time right after its call returned, and an
  * act function run by the waker, which returns the time just before its call), EXIT_VARIANTS
  * (start and join of a thread whose body is exit_body) or TIMED_VARIANTS (one 1 ms block and
- * the timer slack to run it with). Issue #15's interrupt rows are to be named
- * vmt_interrupt_sleep, vmt_interrupt_park, vmt_interrupt_wait, vmt_interrupt_join, and its
- * timed join vmt_join_1ms, so that they pair with hotspot_wake's interrupt_sleep, ... and
- * hotspot_wake.timed's join_1ms (docs/benchmarks.md).
+ * the timer slack to run it with). The interrupt rows pair with hotspot_wake's
+ * interrupt_sleep, interrupt_park, interrupt_join, and vmt_join_1ms with hotspot_wake.timed's
+ * join_1ms (docs/benchmarks.md).
  */
 #include <errno.h>
 #include <linux/futex.h>
@@ -73,6 +80,10 @@ typedef struct wake_variant {
   int64_t (*act)(waiter_t *w);   /* waker: the time just before the waking call, then the call */
 } wake_variant_t;
 
+/* A runtime thread that never ends (until main stops it): what the join rows join. */
+static vmt_thread_t *never_ending;
+static _Atomic uint32_t never_ending_stop;
+
 struct waiter {
   vmt_thread_t *thread; /* a runtime thread, so vmthread's calls work in it */
   pthread_t pthread;
@@ -106,6 +117,12 @@ static void settle(void) {
 static void die(const char *what, int err) {
   fprintf(stderr, "wake: %s: %s\n", what, strerror(err < 0 ? -err : err));
   exit(1);
+}
+
+static void *never_ending_main(void *arg) {
+  while (atomic_load(&never_ending_stop) == 0)
+    syscall(SYS_futex, (uint32_t *)&never_ending_stop, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+  return arg;
 }
 
 static int64_t block_futex(waiter_t *w) {
@@ -205,12 +222,47 @@ static int64_t act_vmt_notify(waiter_t *w) {
   return t0;
 }
 
+static int64_t block_vmt_sleep_interrupted(waiter_t *w) {
+  announce(w);
+  int rc = vmt_sleep_ns(60LL * 1000 * 1000 * 1000);
+  int64_t t = vmtb_now_ns();
+  if (rc != -EINTR) die("vmt_sleep_ns was not interrupted", rc ? rc : EINVAL);
+  return t;
+}
+
+static int64_t block_vmt_park_interrupted(waiter_t *w) {
+  int64_t t;
+  announce(w);
+  do {
+    vmt_park(0);   /* -EINTR, the status kept: park never clears it */
+    t = vmtb_now_ns();
+  } while (!vmt_thread_interrupted());
+  return t;
+}
+
+static int64_t block_vmt_join_interrupted(waiter_t *w) {
+  announce(w);
+  int rc = vmt_thread_join(never_ending, NULL);
+  int64_t t = vmtb_now_ns();
+  if (rc != -EINTR) die("vmt_thread_join was not interrupted", rc ? rc : EINVAL);
+  return t;
+}
+
+static int64_t act_vmt_interrupt(waiter_t *w) {
+  int64_t t0 = vmtb_now_ns();
+  vmt_thread_interrupt(w->thread);
+  return t0;
+}
+
 static const wake_variant_t WAKE_VARIANTS[] = {
     {"futex_wake", block_futex, act_futex},
     {"condvar_signal", block_cond, act_cond},
     {"pthread_kill_nanosleep", block_nanosleep, act_pthread_kill},
     {"vmt_unpark", block_vmt_park, act_vmt_unpark},
     {"vmt_notify", block_vmt_wait, act_vmt_notify},
+    {"vmt_interrupt_sleep", block_vmt_sleep_interrupted, act_vmt_interrupt},
+    {"vmt_interrupt_park", block_vmt_park_interrupted, act_vmt_interrupt},
+    {"vmt_interrupt_join", block_vmt_join_interrupted, act_vmt_interrupt},
 };
 #define N_WAKE (sizeof(WAKE_VARIANTS) / sizeof(WAKE_VARIANTS[0]))
 
@@ -307,6 +359,9 @@ static int64_t exit_join_once(const exit_variant_t *v) {
 
 /* ---- 1 ms timed blocks on the calling thread --------------------------------------------- */
 
+/* slack_ns of a vmthread row: the slack the runtime gives the threads it starts. */
+#define RUNTIME_SLACK ((unsigned long)-1)
+
 typedef struct timed_variant {
   const char *name;
   unsigned long slack_ns; /* PR_SET_TIMERSLACK before the call; 0: the thread's default */
@@ -330,12 +385,15 @@ static void timed_vmt_wait(void) {
   vmt_monitor_exit(timed_monitor);
 }
 
+static void timed_vmt_join(void) { vmt_thread_timed_join(never_ending, TIMED_NS, NULL); }
+
 static const timed_variant_t TIMED_VARIANTS[] = {
     {"nanosleep_1ms", 0, timed_nanosleep},
     {"nanosleep_1ms_slack_1ns", 1, timed_nanosleep},
-    {"vmt_sleep_1ms", 0, timed_vmt_sleep},
-    {"vmt_park_1ms", 0, timed_vmt_park},
-    {"vmt_wait_1ms", 0, timed_vmt_wait},
+    {"vmt_sleep_1ms", RUNTIME_SLACK, timed_vmt_sleep},
+    {"vmt_park_1ms", RUNTIME_SLACK, timed_vmt_park},
+    {"vmt_wait_1ms", RUNTIME_SLACK, timed_vmt_wait},
+    {"vmt_join_1ms", RUNTIME_SLACK, timed_vmt_join},
 };
 #define N_TIMED (sizeof(TIMED_VARIANTS) / sizeof(TIMED_VARIANTS[0]))
 
@@ -386,7 +444,9 @@ static void timed_rows(const vmtb_options_t *o, const cfg_t *c) {
     for (size_t k = 0; k < N_TIMED; k++) {
       size_t v = (k + (size_t)(r + (long)c->warmup)) % N_TIMED;
       /* 0 resets the calling thread's slack to its default (prctl(2)). */
-      prctl(PR_SET_TIMERSLACK, TIMED_VARIANTS[v].slack_ns, 0, 0, 0);
+      unsigned long want = TIMED_VARIANTS[v].slack_ns;
+      if (want == RUNTIME_SLACK) want = (unsigned long)vmt_thread_default_timer_slack();
+      prctl(PR_SET_TIMERSLACK, want, 0, 0, 0);
       slack[v] = (unsigned long)prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
       int64_t t0 = vmtb_now_ns();
       TIMED_VARIANTS[v].block_1ms();
@@ -433,6 +493,8 @@ int main(int argc, char **argv) {
     die("vmt_monitor_create", rc);
   atomic_store(&w.variant, &WAKE_VARIANTS[0]);
   if ((rc = vmt_thread_start(&w.thread, waiter_main, &w)) != 0) die("vmt_thread_start", rc);
+  if ((rc = vmt_thread_start(&never_ending, never_ending_main, NULL)) != 0)
+    die("vmt_thread_start", rc);
 
   wake_rows(&o, &c, &w);
   timed_rows(&o, &c);
@@ -441,6 +503,10 @@ int main(int argc, char **argv) {
   next_round(&w);
   vmt_thread_join(w.thread, NULL);
   vmt_thread_release(w.thread);
+  atomic_store(&never_ending_stop, 1);
+  syscall(SYS_futex, (uint32_t *)&never_ending_stop, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+  vmt_thread_join(never_ending, NULL);
+  vmt_thread_release(never_ending);
   vmt_monitor_destroy(w.monitor);
   vmt_monitor_destroy(timed_monitor);
   vmt_thread_detach();

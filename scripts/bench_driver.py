@@ -233,6 +233,25 @@ HEADLINE_RATIOS = [
     ("wake: exit -> vmt_thread_join / HotSpot 25 exit -> join, p50",
      ("wake", "vmt_exit_join", "p50"), ("hotspot_wake", "exit_join", "p50", HS25),
      "<=", 1.0, "#15"),
+] + [
+    # #15's interrupt -> wake for sleep, park, join: against the futex floor and HotSpot.
+    line
+    for call, variant, java in (("sleep", "vmt_interrupt_sleep", "interrupt_sleep"),
+                                ("park", "vmt_interrupt_park", "interrupt_park"),
+                                ("join", "vmt_interrupt_join", "interrupt_join"))
+    for line in (
+        ("wake: interrupt -> %s returns / futex wake floor, p50" % call,
+         ("wake", variant, "p50"), ("wake", "futex_wake", "p50"), "<=", 1.2, "#15"),
+        ("wake: interrupt -> %s / HotSpot 17 interrupt -> %s, p50" % (call, call),
+         ("wake", variant, "p50"), ("hotspot_wake", java, "p50", HS17), "<=", 1.0, "#15"),
+        ("wake: interrupt -> %s / HotSpot 25 interrupt -> %s, p50" % (call, call),
+         ("wake", variant, "p50"), ("hotspot_wake", java, "p50", HS25), "<=", 1.0, "#15"))
+] + [
+    # #15: "TLS get <= 1 ns" beside __thread (the floor) and pthread_getspecific.
+    ("tls: vmt_tls_get / __thread read, p50",
+     ("tls", "vmt_tls_get", "p50"), ("tls", "thread_local", "p50"), None, None, "#15"),
+    ("tls: vmt_tls_get / pthread_getspecific, p50",
+     ("tls", "vmt_tls_get", "p50"), ("tls", "pthread_getspecific", "p50"), None, None, "#15"),
     ("wake: HotSpot 17 interrupt -> Thread.sleep throws / futex wake floor, p50",
      ("hotspot_wake", "interrupt_sleep", "p50", HS17), ("wake", "futex_wake", "p50"),
      None, None, "#15"),
@@ -284,6 +303,7 @@ HEADLINE_GROWTH = (
 HEADLINE_VALUES = [
     ("timers: TSC counter drift against CLOCK_MONOTONIC, |ppm|",
      ("timers", "vmt_counter", "drift_ppm"), "<", 50, "#3"),
+    ("tls: vmt_tls_get, p50 (ns)", ("tls", "vmt_tls_get", "p50"), "<=", 1, "#15"),
 ] + [
     # #14: the VM services' absolute bounds (bench/handshake.c; a shared machine moves them:
     # read them next to the floors of the same run).
@@ -326,7 +346,8 @@ HEADLINE_VALUES = [
     ("wake.timed: %s overshoot of 1 ms, %s (us)" % (call, stat),
      ("wake.timed", variant, "overshoot_%s_us" % stat), "<=", limit, "#15")
     for call, variant in (("vmt_sleep_ns", "vmt_sleep_1ms"), ("vmt_park", "vmt_park_1ms"),
-                          ("vmt_monitor_wait", "vmt_wait_1ms"))
+                          ("vmt_monitor_wait", "vmt_wait_1ms"),
+                          ("vmt_thread_timed_join", "vmt_join_1ms"))
     for stat, limit in (("p50", 20), ("p99", 100))
 ] + [
     ("wake.timed: %s overshoot of 1 ms, p50 (us)" % what, ref, None, None, "#15")
@@ -374,6 +395,14 @@ HOTSPOT_COMPARISON = [
      ("hotspot_wake.timed", "park_nanos_1ms")),
     ("1 ms monitor wait, actual duration (us)", ("wake.timed", "vmt_wait_1ms"),
      ("hotspot_wake.timed", "wait_1ms")),
+    ("1 ms join, actual duration (us)", ("wake.timed", "vmt_join_1ms"),
+     ("hotspot_wake.timed", "join_1ms")),
+    ("interrupt -> sleep returns (us)", ("wake", "vmt_interrupt_sleep"),
+     ("hotspot_wake", "interrupt_sleep")),
+    ("interrupt -> park returns (us)", ("wake", "vmt_interrupt_park"),
+     ("hotspot_wake", "interrupt_park")),
+    ("interrupt -> join returns (us)", ("wake", "vmt_interrupt_join"),
+     ("hotspot_wake", "interrupt_join")),
 ] + [
     # #14: vmthread's VM services next to HotSpot's, target by target (bench/handshake.c,
     # bench/java/VmServicesBench.java), at 0 idle and 0 running threads unless said.
