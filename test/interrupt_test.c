@@ -8,9 +8,12 @@
  * - timeouts: parkNanos(<= 0) returns at once without the permit, parkUntil on both clocks
  *   (a passed deadline still takes the permit), timed join (-ETIMEDOUT, and the thread can be
  *   joined after), the WAITING / TIMED_WAITING states and waited counts of a join;
- * - a race of unpark and interrupt against park over 10^7 rounds (fewer under the
- *   sanitizers, which make each round 5-50x slower): no wake-up is lost (the target would
- *   sleep for good) and no permit is consumed twice;
+ * - monitor wait: interrupted before (at once, the monitor never released) and during (-EINTR
+ *   only once re-entered, to its depth, the status cleared), both notified and interrupted
+ *   (whoever came first wins; the notify is never lost), a timeout and an interrupt;
+ * - a race of unpark and interrupt against park over 10^7 rounds, and of notify and interrupt
+ *   against wait over 10^6 (fewer under the sanitizers, which make each round 5-50x slower):
+ *   no wake-up is lost (the target would sleep for good) and nothing is consumed twice;
  * - timer slack: the runtime's default for started threads, the option, attach, bad values.
  */
 #include <errno.h>
@@ -350,6 +353,166 @@ static void a_joiner_is_waiting_and_counted(void **state) {
   latch_destroy(&b.entered);
 }
 
+/* ---- Monitor wait -------------------------------------------------------------------------- */
+typedef struct waiter_arg {
+  vmt_monitor_t *m;
+  bool interrupt_first;
+  int64_t timeout;
+  int rc;
+  bool interrupted_after, held_after;
+  uint64_t waits_before, waits_after;
+  latch_t entered;
+} waiter_arg_t;
+
+static uint64_t waits_of(vmt_monitor_t *m) {
+  vmt_monitor_stats_t st;
+  assert_int_equal(vmt_monitor_get_stats(m, &st), 0);
+  return st.waits;
+}
+
+static void *wait_twice_entered(void *arg) {
+  waiter_arg_t *w = arg;
+  vmt_monitor_enter(w->m);
+  vmt_monitor_enter(w->m);   /* depth 2: wait re-enters to the same depth */
+  if (w->interrupt_first) vmt_thread_interrupt(vmt_thread_current());
+  w->waits_before = waits_of(w->m);
+  latch_open(&w->entered);
+  w->rc = vmt_monitor_wait(w->m, w->timeout);
+  w->waits_after = waits_of(w->m);
+  w->held_after = vmt_monitor_holds_lock(w->m) == 1;
+  w->interrupted_after = vmt_thread_is_interrupted(vmt_thread_current());
+  vmt_monitor_exit(w->m);
+  if (vmt_monitor_exit(w->m) != 0) w->held_after = false;   /* both levels were back */
+  return NULL;
+}
+
+static void wait_is_interrupted_after_reentering(void **state) {
+  (void)state;
+  for (int timed = 0; timed <= 1; timed++) {
+    waiter_arg_t w = {.timeout = timed ? LONG_NS : 0};
+    assert_int_equal(vmt_monitor_create(&w.m, "interrupted"), 0);
+    latch_init(&w.entered);
+    vmt_thread_t *t;
+    assert_int_equal(vmt_thread_start(&t, wait_twice_entered, &w), 0);
+    latch_wait(&w.entered);
+    wait_for_state(t, timed ? VMT_THREAD_TIMED_WAITING : VMT_THREAD_WAITING);
+    /* Hold the monitor while interrupting: the waiter must get it back before it returns. */
+    assert_int_equal(vmt_monitor_enter(w.m), 0);
+    assert_int_equal(vmt_thread_interrupt(t), 0);
+    wait_for_state(t, VMT_THREAD_BLOCKED);
+    for (int i = 0; i < 5; i++) {
+      mu_pause_1ms();
+      assert_int_equal(vmt_thread_state(t), VMT_THREAD_BLOCKED);   /* not returned */
+    }
+    assert_int_equal(vmt_monitor_exit(w.m), 0);
+    assert_int_equal(vmt_thread_join(t, NULL), 0);
+    assert_int_equal(w.rc, -EINTR);
+    assert_false(w.interrupted_after);
+    assert_true(w.held_after);
+    assert_int_equal(w.waits_after, w.waits_before + 1);
+    assert_int_equal(vmt_thread_release(t), 0);
+    assert_int_equal(vmt_monitor_destroy(w.m), 0);
+    latch_destroy(&w.entered);
+  }
+}
+
+static void wait_with_the_status_set_throws_at_once(void **state) {
+  (void)state;
+  waiter_arg_t w = {.timeout = LONG_NS, .interrupt_first = true};
+  assert_int_equal(vmt_monitor_create(&w.m, "pre-interrupted"), 0);
+  latch_init(&w.entered);
+  vmt_thread_t *t;
+  assert_int_equal(vmt_thread_start(&t, wait_twice_entered, &w), 0);
+  assert_int_equal(vmt_thread_join(t, NULL), 0);
+  assert_int_equal(w.rc, -EINTR);
+  assert_false(w.interrupted_after);
+  assert_true(w.held_after);
+  assert_int_equal(w.waits_after, w.waits_before);   /* it never waited */
+  assert_int_equal(vmt_thread_release(t), 0);
+  assert_int_equal(vmt_monitor_destroy(w.m), 0);
+  latch_destroy(&w.entered);
+}
+
+/* Both, while the notifier holds the monitor: whichever claimed the waiter's node first wins. A
+ * notify first: the wait returns 0 and the status stays set. An interrupt first: -EINTR, and
+ * the notify goes to the next waiter (a second one here), never lost. */
+static void notify_and_interrupt_both_while_waiting(void **state) {
+  (void)state;
+  for (int notify_first = 0; notify_first <= 1; notify_first++) {
+    waiter_arg_t a = {.timeout = 0}, b = {.timeout = 0};
+    assert_int_equal(vmt_monitor_create(&a.m, "both"), 0);
+    b.m = a.m;
+    latch_init(&a.entered);
+    latch_init(&b.entered);
+    vmt_thread_t *ta, *tb;
+    assert_int_equal(vmt_thread_start(&ta, wait_twice_entered, &a), 0);
+    latch_wait(&a.entered);
+    wait_for_state(ta, VMT_THREAD_WAITING);
+    assert_int_equal(vmt_thread_start(&tb, wait_twice_entered, &b), 0);
+    latch_wait(&b.entered);
+    wait_for_state(tb, VMT_THREAD_WAITING);
+    assert_int_equal(vmt_monitor_enter(a.m), 0);
+    if (notify_first) {
+      assert_int_equal(vmt_monitor_notify(a.m), 0);   /* a is first in the wait set */
+      assert_int_equal(vmt_thread_interrupt(ta), 0);
+    } else {
+      assert_int_equal(vmt_thread_interrupt(ta), 0);
+      assert_int_equal(vmt_monitor_notify(a.m), 0);   /* a has left: b gets it */
+    }
+    assert_int_equal(vmt_monitor_exit(a.m), 0);
+    assert_int_equal(vmt_thread_join(ta, NULL), 0);
+    if (notify_first) {
+      assert_int_equal(a.rc, 0);
+      assert_true(a.interrupted_after);
+      /* b still waits: wake it. */
+      assert_int_equal(vmt_monitor_enter(a.m), 0);
+      assert_int_equal(vmt_monitor_notify(a.m), 0);
+      assert_int_equal(vmt_monitor_exit(a.m), 0);
+    } else {
+      assert_int_equal(a.rc, -EINTR);
+      assert_false(a.interrupted_after);
+    }
+    assert_int_equal(vmt_thread_join(tb, NULL), 0);
+    assert_int_equal(b.rc, 0);   /* notified: by the second notify, or by the first one */
+    assert_true(a.held_after && b.held_after);
+    assert_int_equal(vmt_thread_release(ta), 0);
+    assert_int_equal(vmt_thread_release(tb), 0);
+    assert_int_equal(vmt_monitor_destroy(a.m), 0);
+    latch_destroy(&a.entered);
+    latch_destroy(&b.entered);
+  }
+}
+
+/* A timeout and an interrupt: the interrupt wins (Java checks it first after the wait). */
+static void *timed_wait_with_interrupt(void *arg) {
+  vmt_monitor_t *m = arg;
+  vmt_monitor_enter(m);
+  int rc = vmt_monitor_wait(m, 1000 * 1000);
+  vmt_monitor_exit(m);
+  return (void *)(intptr_t)rc;
+}
+
+static void a_timed_out_wait_still_reports_the_interrupt(void **state) {
+  (void)state;
+  vmt_monitor_t *m;
+  assert_int_equal(vmt_monitor_create(&m, "late"), 0);
+  assert_int_equal(vmt_monitor_enter(m), 0);
+  vmt_thread_t *t;
+  assert_int_equal(vmt_thread_start(&t, timed_wait_with_interrupt, m), 0);
+  /* The waiter's 1 ms passes while we hold the monitor; then it is interrupted, still
+   * blocked re-entering. */
+  MU_POLL_UNTIL(vmt_thread_state(t) == VMT_THREAD_BLOCKED, "BLOCKED after its timeout");
+  assert_int_equal(vmt_thread_interrupt(t), 0);
+  assert_int_equal(vmt_monitor_exit(m), 0);
+  void *rc = NULL;
+  assert_int_equal(vmt_thread_join(t, &rc), 0);
+  /* Whether the interrupt came before its wake-up or after, it is seen once re-entered. */
+  assert_int_equal((intptr_t)rc, -EINTR);
+  assert_false(vmt_thread_is_interrupted(t));
+  assert_int_equal(vmt_thread_release(t), 0);
+  assert_int_equal(vmt_monitor_destroy(m), 0);
+}
+
 /* ---- What ignores interrupts ---------------------------------------------------------------- */
 typedef struct locker {
   vmt_monitor_t *m;
@@ -563,6 +726,119 @@ static void unpark_and_interrupt_race_against_park(void **state) {
   assert_int_equal(atomic_load(&r.extra_permits), 0);
 }
 
+/* ---- The race: notify and interrupt against wait ----------------------------------------- *
+ * Round k: the waiter enters the monitor, says so, and waits. The driver enters (which it can
+ * only once the wait has released the monitor, so the waiter is in the wait set), gives a
+ * notify, an interrupt, or both, in either order, sometimes the interrupt only after it left
+ * the monitor (racing with the re-entry), and leaves. The waiter's wait must return (or the
+ * round never ends: a lost wake-up), with 0 only in a round with a notify, -EINTR only in one
+ * with an interrupt; once the driver has given everything, the status must be set exactly
+ * when an interrupt was given and the wait did not consume it. Every round sleeps at least
+ * once (the waiter cannot return before the driver leaves): 10^6 rounds in the default build,
+ * fewer under the sanitizers, within WAIT_RACE_BUDGET_NS (the number run is printed). */
+#if defined(__SANITIZE_THREAD__)
+#define WAIT_RACE_ROUNDS 20000L
+#elif defined(__SANITIZE_ADDRESS__)
+#define WAIT_RACE_ROUNDS 200000L
+#else
+#define WAIT_RACE_ROUNDS 1000000L
+#endif
+#define WAIT_RACE_BUDGET_NS (20LL * 1000 * 1000 * 1000)
+
+enum { GIVE_NOTIFY = 4, GIVE_LATE = 8 };   /* LATE: the interrupt after leaving the monitor */
+
+typedef struct wait_race {
+  vmt_monitor_t *m;
+  counter_t ready;    /* the round the waiter has entered the monitor for */
+  counter_t given;    /* the round whose gifts are all given */
+  counter_t done;     /* the round the waiter finished */
+  _Atomic int gifts;
+  _Atomic bool stop;
+  _Atomic long bad_round;
+  _Atomic int bad_what;
+} wait_race_t;
+
+static void wait_race_fail(wait_race_t *r, long k, int what) {
+  long none = 0;
+  if (atomic_compare_exchange_strong(&r->bad_round, &none, k)) atomic_store(&r->bad_what, what);
+}
+
+static void *wait_race_waiter(void *arg) {
+  wait_race_t *r = arg;
+  for (long k = 1;; k++) {
+    vmt_monitor_enter(r->m);
+    counter_set(&r->ready, k);
+    int rc = vmt_monitor_wait(r->m, 0);
+    vmt_monitor_exit(r->m);
+    if (atomic_load(&r->stop)) return NULL;
+    while (!counter_await(&r->given, k, 0))
+      if (atomic_load(&r->stop)) return NULL;
+    int gifts = atomic_load(&r->gifts);
+    bool pending = vmt_thread_interrupted();
+    if (rc == 0 && !(gifts & GIVE_NOTIFY)) wait_race_fail(r, k, 1);      /* a phantom notify */
+    if (rc == -EINTR && !(gifts & GIVE_INTERRUPT)) wait_race_fail(r, k, 2);
+    if (rc != 0 && rc != -EINTR) wait_race_fail(r, k, 3);
+    bool expect_pending = (gifts & GIVE_INTERRUPT) && rc == 0;
+    if (pending != expect_pending) wait_race_fail(r, k, 4);
+    counter_set(&r->done, k);
+  }
+}
+
+static void notify_and_interrupt_race_against_wait(void **state) {
+  (void)state;
+  wait_race_t r;
+  memset(&r, 0, sizeof(r));
+  counter_init(&r.ready);
+  counter_init(&r.given);
+  counter_init(&r.done);
+  assert_int_equal(vmt_monitor_create(&r.m, "race"), 0);
+  vmt_thread_t *w;
+  assert_int_equal(vmt_thread_start(&w, wait_race_waiter, &r), 0);
+  unsigned seed = 4242;
+  long lost_at = 0, k;
+  int64_t budget_end = vmt_nanotime() + WAIT_RACE_BUDGET_NS;
+  for (k = 1; k <= WAIT_RACE_ROUNDS && !lost_at && !atomic_load(&r.bad_round); k++) {
+    if ((k & 255) == 0 && vmt_nanotime() > budget_end) break;
+    seed = seed * 1103515245u + 12345u;
+    int pick = (int)((seed >> 16) % 4);
+    int gifts = pick == 0 ? GIVE_NOTIFY
+                : pick == 1 ? GIVE_INTERRUPT
+                : pick == 2 ? GIVE_NOTIFY | GIVE_INTERRUPT
+                            : GIVE_NOTIFY | GIVE_INTERRUPT | GIVE_LATE;
+    bool interrupt_first = (seed >> 24) & 1;
+    atomic_store(&r.gifts, gifts);
+    if (!counter_await(&r.ready, k, vmt_nanotime() + MU_POLL_DEADLINE_NS)) {
+      lost_at = k - 1;
+      break;
+    }
+    vmt_monitor_enter(r.m);   /* the waiter is in the wait set once we hold it */
+    vmt_thread_t *target = w;
+    if ((gifts & GIVE_INTERRUPT) && !(gifts & GIVE_LATE) && interrupt_first)
+      vmt_thread_interrupt(target);
+    if (gifts & GIVE_NOTIFY) vmt_monitor_notify(r.m);
+    if ((gifts & GIVE_INTERRUPT) && !(gifts & GIVE_LATE) && !interrupt_first)
+      vmt_thread_interrupt(target);
+    vmt_monitor_exit(r.m);
+    if (gifts & GIVE_LATE) vmt_thread_interrupt(target);
+    counter_set(&r.given, k);
+    if (!counter_await(&r.done, k, vmt_nanotime() + MU_POLL_DEADLINE_NS)) lost_at = k;
+  }
+  print_message("notify/interrupt race: %ld rounds\n", k - 1);
+  atomic_store(&r.stop, true);
+  counter_set(&r.given, LONG_MAX);
+  /* The waiter may be on its way into one more wait: wake it until it has ended. */
+  do {
+    vmt_monitor_enter(r.m);
+    vmt_monitor_notify_all(r.m);
+    vmt_monitor_exit(r.m);
+  } while (vmt_thread_timed_join(w, 10 * 1000 * 1000, NULL) == -ETIMEDOUT);
+  assert_int_equal(vmt_thread_release(w), 0);
+  assert_int_equal(vmt_monitor_destroy(r.m), 0);
+  if (lost_at) fail_msg("a wake-up was lost in round %ld", lost_at);
+  if (atomic_load(&r.bad_round))
+    fail_msg("round %ld: check %d failed", atomic_load(&r.bad_round), atomic_load(&r.bad_what));
+}
+
 /* ---- Timer slack ------------------------------------------------------------------------ */
 static void *own_slack(void *arg) {
   *(int64_t *)arg = vmt_thread_timer_slack();
@@ -639,8 +915,13 @@ int main(void) {
       cmocka_unit_test(a_terminated_thread_is_joined_whatever_the_status),
       cmocka_unit_test(timed_join_times_out_and_joins_later),
       cmocka_unit_test(a_joiner_is_waiting_and_counted),
+      cmocka_unit_test(wait_is_interrupted_after_reentering),
+      cmocka_unit_test(wait_with_the_status_set_throws_at_once),
+      cmocka_unit_test(notify_and_interrupt_both_while_waiting),
+      cmocka_unit_test(a_timed_out_wait_still_reports_the_interrupt),
       cmocka_unit_test(monitor_enter_and_lock_ignore_interrupts),
       cmocka_unit_test(unpark_and_interrupt_race_against_park),
+      cmocka_unit_test(notify_and_interrupt_race_against_wait),
       cmocka_unit_test(timer_slack_defaults_and_options),
   };
   return cmocka_run_group_tests(tests, mu_attach_main, mu_detach_main);

@@ -64,6 +64,11 @@ struct vmt__thread_sync {
   /* While an interruptible wait sleeps on a word other than park_permit (join: the target's
    * exit_event), that word, for vmt_thread_interrupt to poke; type-stable memory only. */
   _Atomic(_Atomic uint32_t *) wake_word;
+  /* While the thread waits on a monitor, its wait node (on its stack), which an interrupt
+   * claims for it; wait_users counts interrupters inside it, and the waiter does not return
+   * (its node goes away) before they are out (monitor_wait.c, interrupt.c). */
+  _Atomic(struct vmt__wait_node *) wait_node;
+  _Atomic int32_t wait_users;
   _Atomic uint32_t seq;                       /* sequence lock, see above */
   _Atomic(struct vmt__lock *) held_head;      /* innermost held monitor or synchronizer */
   _Atomic uint64_t times_epoch;               /* contention-monitoring epoch of the times */

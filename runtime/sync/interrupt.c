@@ -14,10 +14,12 @@
  * interrupter sees the word, or the sleeper sees the status. Every word poked is type-stable
  * (records are never freed), so a poke that arrives late only makes some sleeper look again.
  *
+ * A monitor wait sleeps on its wait node, on its stack: the interrupter claims the node for
+ * it instead (monitor_wait.c says how the node's lifetime is kept safe).
+ *
  * An interrupt is no signal: nothing runs on the target, a thread that does not wait only
  * finds its status set. Cancellation (pthread_cancel) stays what it is: it is not an
- * interrupt, and an interrupt does not cancel. Monitor waits and the synchronizers' waits:
- * docs/thread-api.md.
+ * interrupt, and an interrupt does not cancel. The synchronizers' waits: docs/thread-api.md.
  */
 #include <errno.h>
 
@@ -30,6 +32,18 @@ int vmt_thread_interrupt(vmt_thread_t *t) {
   uint32_t v = atomic_fetch_add_explicit(&t->sync.park_permit, VMT__EVENT_POKE,
                                          memory_order_seq_cst);
   if (v & VMT__EVENT_SLEEPER) vmt_os_futex_wake(&t->sync.park_permit, 1);
+  /* A monitor wait: claim the node for the waiter (the CAS a notify makes too: one of them
+   * wins) and wake it. The node is on the waiter's stack: counted in first, so the waiter
+   * does not return before we are out (monitor_wait.c). */
+  atomic_fetch_add_explicit(&t->sync.wait_users, 1, memory_order_seq_cst);
+  struct vmt__wait_node *node = atomic_load_explicit(&t->sync.wait_node, memory_order_seq_cst);
+  if (node != NULL) {
+    uint32_t expected = VMT__WAIT_WAITING;
+    if (atomic_compare_exchange_strong_explicit(&node->state, &expected, VMT__WAIT_LEFT,
+                                                memory_order_release, memory_order_relaxed))
+      vmt_os_futex_wake(&node->state, 1);
+  }
+  atomic_fetch_sub_explicit(&t->sync.wait_users, 1, memory_order_release);
   _Atomic uint32_t *w = atomic_load_explicit(&t->sync.wake_word, memory_order_seq_cst);
   /* Others may sleep there too (the joiners of one thread): all wake, look again, and the
    * others sleep on. */

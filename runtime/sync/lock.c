@@ -97,13 +97,18 @@ static void pool_fork_child(void) {
   uintptr_t self = (uintptr_t)vmt__self;
   for (pool_chunk_t *c = pool_chunks; c != NULL; c = c->next)
     for (int i = 0; i < VMT__POOL_CHUNK; i++) slot_fork_child(&c->slots[i], self);
+  /* Interrupters that were inside its (absent) wait node vanished: its next wait must not
+   * wait for them (monitor_wait.c). */
+  if (vmt__self != NULL) atomic_store_explicit(&vmt__self->sync.wait_users, 0, memory_order_relaxed);
 }
 VMT__PROCESS_STATE(lock_pool, .symbols = "pool_lock pool_chunks pool_free",
                    .rule = VMT__FORK_HOLD,
                    .fork = "the free list and the chunks are whole (held across fork); every "
                            "live slot's wait set, handed list and waiter counts are emptied "
                            "(its waiters vanished), a slot a vanished thread owned is marked "
-                           "for takeover (-EOWNERDEAD); slots have no lock of their own",
+                           "for takeover (-EOWNERDEAD); slots have no lock of their own; the "
+                           "forking thread's count of interrupters inside its wait node is "
+                           "zeroed",
                    .rank = VMT__RANK_SYNC, .prepare = pool_fork_prepare,
                    .parent = pool_fork_parent, .child = pool_fork_child);
 VMT__PROCESS_STATE(lock_identity, .symbols = "identity_counter", .rule = VMT__FORK_KEEP,

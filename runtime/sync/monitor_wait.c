@@ -26,10 +26,19 @@
  * from there is blocked time. The waiter is asleep then, so the notifier writes that change
  * for it (vmt__episode_reenter), as HotSpot's INotify does; the node's state word makes the
  * notifier and the waiter agree on who ends the wait (sync_impl.h): a waiter that stops by
- * itself first (its timeout; later an interrupt) claims its node, is never picked by a notify,
+ * itself first (its timeout, or an interrupt) claims its node, is never picked by a notify,
  * and re-enters like any enter: BLOCKED and counted only if the monitor is owned then.
+ *
+ * Interrupts (Java's Object.wait): a status set at the call returns -EINTR at once, the
+ * monitor never released. While waiting, the node is published in the waiter's record
+ * (sync.wait_node), and vmt_thread_interrupt claims it for the waiter (WAITING -> LEFT) and
+ * wakes it; the waiter re-enters, then returns -EINTR with the status cleared. A notify that
+ * claimed the node first wins: the wait returns 0 and the status stays set. The node lives on
+ * the waiter's stack, so interrupters count themselves in (sync.wait_users) before they read
+ * the pointer, and the waiter, having cleared it, waits for them to be out before it returns.
  */
 #include <errno.h>
+#include <sched.h>
 
 #include "runtime/sync/sync_impl.h"
 
@@ -63,10 +72,20 @@ static void unlink_node(struct vmt__lock *l, vmt__wait_node_t *node) {
   }
 }
 
-/* Sleeps until a notifier has finished with the node (NOTIFIED, HANDED) or the waiter left it by
- * itself (LEFT). The one place a waiter gives up waiting: a timeout today, an interrupt later;
- * either goes through the CAS, so a notify in flight always wins or always loses whole. */
-static uint32_t await_end(vmt__wait_node_t *node, int64_t deadline) {
+/* The waiter stops waiting on its own (a timeout, an interrupt): true if it won the node. */
+static bool leave(vmt__wait_node_t *node) {
+  uint32_t expected = VMT__WAIT_WAITING;
+  return atomic_compare_exchange_strong_explicit(&node->state, &expected, VMT__WAIT_LEFT,
+                                                 memory_order_acquire, memory_order_acquire);
+}
+
+/* Sleeps until a notifier has finished with the node (NOTIFIED, HANDED) or the waiter left it
+ * by itself (LEFT). The one place a waiter gives up waiting: its timeout, or an interrupt (the
+ * interrupter claims the node for it, interrupt.c, or the waiter sees the status before it
+ * sleeps: it published its node first, Dekker's pattern against the interrupter's store of
+ * the status); every way goes through the CAS, so a notify in flight always wins or always
+ * loses whole. */
+static uint32_t await_end(vmt__wait_node_t *node, vmt_thread_t *t, int64_t deadline) {
   for (;;) {
     uint32_t s = atomic_load_explicit(&node->state, memory_order_acquire);
     if (s == VMT__WAIT_NOTIFIED || s == VMT__WAIT_HANDED || s == VMT__WAIT_LEFT) return s;
@@ -76,12 +95,18 @@ static uint32_t await_end(vmt__wait_node_t *node, int64_t deadline) {
       vmt__wait_turn(&node->state, VMT__WAIT_NOTIFYING, VMT_OS_NO_DEADLINE);
       continue;
     }
+    if (vmt__interrupt_pending(t) && leave(node)) return VMT__WAIT_LEFT;
     if (vmt__wait_turn(&node->state, VMT__WAIT_WAITING, deadline) == 0) continue;
-    uint32_t expected = VMT__WAIT_WAITING;
-    if (atomic_compare_exchange_strong_explicit(&node->state, &expected, VMT__WAIT_LEFT,
-                                                memory_order_acquire, memory_order_acquire))
-      return VMT__WAIT_LEFT;
+    if (leave(node)) return VMT__WAIT_LEFT;
   }
+}
+
+/* Takes the node back from interrupters: none reaches it once this returns (interrupt.c). */
+static void unpublish(vmt_thread_t *t) {
+  atomic_store_explicit(&t->sync.wait_node, NULL, memory_order_seq_cst);
+  for (unsigned spins = 0; atomic_load_explicit(&t->sync.wait_users, memory_order_seq_cst);
+       spins++)
+    if (spins > 100) sched_yield();   /* an interrupter preempted inside (a CAS and a wake) */
 }
 
 int vmt_monitor_wait(vmt_monitor_t *m, int64_t timeout_ns) {
@@ -89,6 +114,9 @@ int vmt_monitor_wait(vmt_monitor_t *m, int64_t timeout_ns) {
   int err = 0;
   struct vmt__lock *l = owned_lock(m, t, &err);
   if (l == NULL) return err;
+  /* Object.wait with the status set throws at once, the monitor never released (HotSpot's
+   * ObjectMonitor::wait checks before it enqueues). */
+  if (vmt__interrupt_consume(t)) return -EINTR;
   int64_t deadline = vmt__deadline_after(timeout_ns);
 
   vmt__wait_node_t node = {.next = NULL, .state = VMT__WAIT_WAITING, .thread = t};
@@ -108,7 +136,9 @@ int vmt_monitor_wait(vmt_monitor_t *m, int64_t timeout_ns) {
   vmt__held_pop(t, l);
   vmt__lock_release(l);
 
-  uint32_t end = await_end(&node, deadline);
+  if (t) atomic_store_explicit(&t->sync.wait_node, &node, memory_order_seq_cst);
+  uint32_t end = await_end(&node, t, deadline);
+  if (t) unpublish(t);
   bool notified = end != VMT__WAIT_LEFT;
   if (notified) {
     /* BLOCKED on l since the notify (node.ep is the re-entry now). Handed: woken by the
@@ -137,7 +167,11 @@ int vmt_monitor_wait(vmt_monitor_t *m, int64_t timeout_ns) {
   atomic_store_explicit(&l->wait_waiters,
                         atomic_load_explicit(&l->wait_waiters, memory_order_relaxed) - 1,
                         memory_order_release);
-  return notified ? 0 : -ETIMEDOUT;
+  /* Notified: 0, and an interrupt that came too late stays pending (Java reports the notify
+   * and leaves the status set). Else, the monitor re-entered, an interrupt wins over the
+   * timeout and is consumed (InterruptedException). */
+  if (notified) return 0;
+  return vmt__interrupt_consume(t) ? -EINTR : -ETIMEDOUT;
 }
 
 /* Picks the first waiter that has not left by itself, hands it to the lock (notify) or requeues
