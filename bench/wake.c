@@ -21,6 +21,8 @@
  *   vmt_notify              vmt_monitor_notify, then exit -> vmt_monitor_wait returns
  *   vmt_interrupt_sleep     vmt_thread_interrupt -> vmt_sleep_ns returns -EINTR
  *   vmt_interrupt_park      vmt_thread_interrupt -> vmt_park returns -EINTR
+ *   vmt_interrupt_wait      vmt_thread_interrupt -> vmt_monitor_wait returns -EINTR (the
+ *                           monitor re-entered)
  *   vmt_interrupt_join      vmt_thread_interrupt -> vmt_thread_join (of a thread that never
  *                           ends) returns -EINTR
  *   pthread_exit_join       a thread's last statement -> pthread_join returns (raw pthreads)
@@ -43,8 +45,8 @@
  * act function run by the waker, which returns the time just before its call), EXIT_VARIANTS
  * (start and join of a thread whose body is exit_body) or TIMED_VARIANTS (one 1 ms block and
  * the timer slack to run it with). The interrupt rows pair with hotspot_wake's
- * interrupt_sleep, interrupt_park, interrupt_join, and vmt_join_1ms with hotspot_wake.timed's
- * join_1ms (docs/benchmarks.md).
+ * interrupt_sleep, interrupt_park, interrupt_wait, interrupt_join, and vmt_join_1ms with
+ * hotspot_wake.timed's join_1ms (docs/benchmarks.md).
  */
 #include <errno.h>
 #include <linux/futex.h>
@@ -240,6 +242,16 @@ static int64_t block_vmt_park_interrupted(waiter_t *w) {
   return t;
 }
 
+static int64_t block_vmt_wait_interrupted(waiter_t *w) {
+  vmt_monitor_enter(w->monitor);
+  announce(w);
+  int rc = vmt_monitor_wait(w->monitor, 0);
+  int64_t t = vmtb_now_ns();
+  vmt_monitor_exit(w->monitor);
+  if (rc != -EINTR) die("vmt_monitor_wait was not interrupted", rc ? rc : EINVAL);
+  return t;
+}
+
 static int64_t block_vmt_join_interrupted(waiter_t *w) {
   announce(w);
   int rc = vmt_thread_join(never_ending, NULL);
@@ -262,6 +274,7 @@ static const wake_variant_t WAKE_VARIANTS[] = {
     {"vmt_notify", block_vmt_wait, act_vmt_notify},
     {"vmt_interrupt_sleep", block_vmt_sleep_interrupted, act_vmt_interrupt},
     {"vmt_interrupt_park", block_vmt_park_interrupted, act_vmt_interrupt},
+    {"vmt_interrupt_wait", block_vmt_wait_interrupted, act_vmt_interrupt},
     {"vmt_interrupt_join", block_vmt_join_interrupted, act_vmt_interrupt},
 };
 #define N_WAKE (sizeof(WAKE_VARIANTS) / sizeof(WAKE_VARIANTS[0]))

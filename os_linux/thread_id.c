@@ -15,6 +15,11 @@
  * (release) and wakes the futex only if a waiter recorded itself, so the common start, where
  * nobody waits, makes no futex syscall. Readers acquire-load the tid and treat anything <= 0 as
  * "not yet" (vmt_os_thread_tid).
+ *
+ * The end of the kernel's identity too: vmt_os_thread_reap joins a thread that has told its
+ * joiner it is done, polling pthread_tryjoin_np (glibc) for the few microseconds its last steps
+ * take (the C library's thread exit: TSD destructors, the stack's madvise), so the joiner, just
+ * woken, does not sleep again until the kernel clears the tid.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -133,4 +138,17 @@ pid_t vmt_os_current_tid(void) {
   tid = (pid_t)syscall(SYS_gettid);
   cached_tid = tid;
   return tid;
+}
+
+int vmt_os_thread_reap(pthread_t th, int64_t spin_ns) {
+  int64_t end = vmt_os_java_time_nanos() + spin_ns;
+  for (;;) {
+    int rc = pthread_tryjoin_np(th, NULL);
+    if (rc != EBUSY) return -rc;
+    if (vmt_os_java_time_nanos() >= end) break;
+#if defined(__x86_64__) || defined(__i386__)
+    for (int i = 0; i < 64; i++) __builtin_ia32_pause();
+#endif
+  }
+  return -pthread_join(th, NULL);
 }

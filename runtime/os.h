@@ -154,6 +154,11 @@ const vmt_os_caps_t *vmt_os_caps(void);
  * detached. Allocates (glibc also asks the thread's affinity mask), so a thread that never
  * allocated is not made to ask. 0 or -errno. */
 int vmt_os_thread_stack(pthread_t th, uintptr_t *lo, uintptr_t *hi, size_t *guard);
+/* Reaps th (pthread_join), which has finished its work and is running its last steps: polls
+ * pthread_tryjoin_np for up to spin_ns first, so that a joiner woken a few microseconds before
+ * the thread's very end does not go to sleep a second time. 0 or -errno. */
+int vmt_os_thread_reap(pthread_t th, int64_t spin_ns);
+
 /* The page size (sysconf, read once). */
 size_t vmt_os_page_size(void);
 /* Makes [addr, addr + len) of the calling thread's stack (page aligned) inaccessible, or

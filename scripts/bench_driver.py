@@ -234,10 +234,11 @@ HEADLINE_RATIOS = [
      ("wake", "vmt_exit_join", "p50"), ("hotspot_wake", "exit_join", "p50", HS25),
      "<=", 1.0, "#15"),
 ] + [
-    # #15's interrupt -> wake for sleep, park, join: against the futex floor and HotSpot.
+    # #15's interrupt -> wake for sleep, park, wait, join: against the futex floor and HotSpot.
     line
     for call, variant, java in (("sleep", "vmt_interrupt_sleep", "interrupt_sleep"),
                                 ("park", "vmt_interrupt_park", "interrupt_park"),
+                                ("wait", "vmt_interrupt_wait", "interrupt_wait"),
                                 ("join", "vmt_interrupt_join", "interrupt_join"))
     for line in (
         ("wake: interrupt -> %s returns / futex wake floor, p50" % call,
@@ -401,6 +402,8 @@ HOTSPOT_COMPARISON = [
      ("hotspot_wake", "interrupt_sleep")),
     ("interrupt -> park returns (us)", ("wake", "vmt_interrupt_park"),
      ("hotspot_wake", "interrupt_park")),
+    ("interrupt -> wait returns (us)", ("wake", "vmt_interrupt_wait"),
+     ("hotspot_wake", "interrupt_wait")),
     ("interrupt -> join returns (us)", ("wake", "vmt_interrupt_join"),
      ("hotspot_wake", "interrupt_join")),
 ] + [

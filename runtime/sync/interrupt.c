@@ -37,13 +37,18 @@ int vmt_thread_interrupt(vmt_thread_t *t) {
    * does not return before we are out (monitor_wait.c). */
   atomic_fetch_add_explicit(&t->sync.wait_users, 1, memory_order_seq_cst);
   struct vmt__wait_node *node = atomic_load_explicit(&t->sync.wait_node, memory_order_seq_cst);
+  _Atomic uint32_t *claimed = NULL;
   if (node != NULL) {
     uint32_t expected = VMT__WAIT_WAITING;
     if (atomic_compare_exchange_strong_explicit(&node->state, &expected, VMT__WAIT_LEFT,
                                                 memory_order_release, memory_order_relaxed))
-      vmt_os_futex_wake(&node->state, 1);
+      claimed = &node->state;
   }
   atomic_fetch_sub_explicit(&t->sync.wait_users, 1, memory_order_release);
+  /* The wake comes after we are out, so the woken waiter never waits for our system call. It
+   * only names the address (a stack word that may be reused by now): at worst a spurious
+   * wake-up of whoever waits there, which every waiter absorbs. */
+  if (claimed != NULL) vmt_os_futex_wake(claimed, 1);
   _Atomic uint32_t *w = atomic_load_explicit(&t->sync.wake_word, memory_order_seq_cst);
   /* Others may sleep there too (the joiners of one thread): all wake, look again, and the
    * others sleep on. */

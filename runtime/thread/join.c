@@ -24,6 +24,11 @@
 
 #include "runtime/thread/thread_impl.h"
 
+/* How long a joiner polls for a thread's last steps before it sleeps in pthread_join: the C
+ * library's thread exit after ours (TSD destructors, the stack's madvise) takes microseconds;
+ * a thread preempted there is waited for in the kernel. */
+#define REAP_SPIN_NS (50LL * 1000)
+
 typedef struct join_claim {
   vmt_thread_t *t;
   vmt_thread_t *self;
@@ -61,7 +66,9 @@ static int join(vmt_thread_t *t, int64_t deadline_ns, bool timed, void **result)
     /* Interruptible or timed: sleep on the target's exit_event first (its exit sets it just
      * after `done` and wakes sleepers it counts, exit.c). A thread without record waiting
      * without a timeout can be neither interrupted nor timed out: pthread_join alone. */
+    bool slept = false;
     if (here && (self != NULL || timed)) {
+      slept = true;
       atomic_fetch_add_explicit(&t->join_sleepers, 1, memory_order_seq_cst);
       claim.sleeping = true;
       rc = vmt__wait_for_event(self, &t->exit_event, deadline_ns);
@@ -73,10 +80,17 @@ static int join(vmt_thread_t *t, int64_t deadline_ns, bool timed, void **result)
        * thread ran its whole exit path: the bookkeeping is done by then. */
       vmt__stack_mark_reaping(t, true);
       if (here) {
-        /* A safe region, like the runtime's other blocking calls (vmservices.h). */
+        /* A safe region, like the runtime's other blocking calls (vmservices.h). Woken from
+         * exit_event, the thread has a few microseconds of its exit left to run: poll for its
+         * end for a while rather than sleep a second time (exit -> join was 25.7 us against
+         * raw pthread_join's 16.1 with the second sleep, //bench:wake --quick, a loaded
+         * machine). */
         claim.saved = vmt__region_enter(self);
         claim.in_region = true;
-        pthread_join(t->pthread, NULL);
+        if (slept)
+          vmt_os_thread_reap(t->pthread, REAP_SPIN_NS);
+        else
+          pthread_join(t->pthread, NULL);
         vmt__region_leave(self, claim.saved, NULL);
         claim.in_region = false;
       }
