@@ -14,7 +14,9 @@
  * fails with -EINVAL instead of touching freed memory. The residual case: once a record has been
  * recycled for a new thread, a stale handle to the old one names the new thread, and nothing
  * can tell them apart (docs/design.md, "Reclamation"). Memory held: the peak number of records
- * ever live at once, 392 bytes each on x86-64 (jemalloc's 448-byte size class).
+ * ever live at once, 368 bytes each on x86-64 plus the 816-byte cold block allocated behind
+ * it (TLS slots, stack bounds, guard zones, park blocker: registry.h), 1,184 bytes in all,
+ * jemalloc's 1,280-byte size class.
  *
  * vmt__current is one initial-exec TLS load (a %fs-relative mov on x86-64); the library's
  * static TLS need is one pointer per variable, well inside glibc's surplus for dlopen'ed

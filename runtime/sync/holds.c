@@ -1,7 +1,8 @@
 /*
  * runtime/sync/holds.c: Thread.holdsLock for monitors, and ReentrantLock.isHeldByCurrentThread
- * for synchronizers: one load of the owner token, compared with the calling thread's two
- * identities (its record, and the anchor it used before an attach: sync_impl.h).
+ * for synchronizers: one load of the owner token, compared with the calling thread's lock
+ * identity (its record, or the implicit one of a thread neither started nor attached:
+ * sync_impl.h).
  */
 #include <errno.h>
 
@@ -10,9 +11,8 @@
 static int holds(const void *handle, uint32_t magic) {
   struct vmt__lock *l = vmt__lock_checked(handle, magic);
   if (l == NULL) return -EINVAL;
-  return vmt__token_is_self(atomic_load_explicit(&l->owner, memory_order_relaxed), vmt__current)
-             ? 1
-             : 0;
+  return vmt__token_is_self(atomic_load_explicit(&l->owner, memory_order_relaxed), vmt__self) ? 1
+                                                                                               : 0;
 }
 
 int vmt_monitor_holds_lock(const vmt_monitor_t *m) { return holds(m, VMT__LOCK_MAGIC_MONITOR); }
