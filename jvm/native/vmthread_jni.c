@@ -641,6 +641,41 @@ NATIVE(jstring, otherRuntime)(JNIEnv *env, jclass cls) {
   return vmt_mx_get_other_runtime_count(path, sizeof path) > 0 ? new_string(env, path) : NULL;
 }
 
+/* {String[] names, long[] figures}: 4 figures per category (live, started, CPU, exited CPU),
+ * one consistent read of vmt_mx_get_category_usage. */
+NATIVE(jobjectArray, categoryUsage)(JNIEnv *env, jclass cls) {
+  (void)cls;
+  vmt_category_usage_t *u = NULL;
+  size_t n = 0;
+  int rc = vmt_mx_get_category_usage(&u, &n);
+  if (rc < 0) {
+    throw_rc(env, rc, "vmt_mx_get_category_usage");
+    return NULL;
+  }
+  jobjectArray out = NULL;
+  jobjectArray names = (*env)->NewObjectArray(env, (jsize)n, J.string, NULL);
+  jlongArray figures = names ? (*env)->NewLongArray(env, (jsize)(4 * n)) : NULL;
+  jclass object = figures ? (*env)->FindClass(env, "java/lang/Object") : NULL;
+  if (object != NULL) out = (*env)->NewObjectArray(env, 2, object, NULL);
+  for (size_t i = 0; out != NULL && i < n; i++) {
+    jstring name = new_string(env, u[i].name);
+    if (name == NULL) {
+      out = NULL;
+      break;
+    }
+    (*env)->SetObjectArrayElement(env, names, (jsize)i, name);
+    (*env)->DeleteLocalRef(env, name);
+    jlong f[4] = {u[i].live_count, u[i].started_count, u[i].cpu_time_ns,
+                  u[i].exited_cpu_time_ns};
+    (*env)->SetLongArrayRegion(env, figures, (jsize)(4 * i), 4, f);
+  }
+  vmt_mx_category_usage_free(u);
+  if (out == NULL) return NULL;   /* an OutOfMemoryError is pending */
+  (*env)->SetObjectArrayElement(env, out, 0, names);
+  (*env)->SetObjectArrayElement(env, out, 1, figures);
+  return out;
+}
+
 NATIVE(jstring, threadCategory)(JNIEnv *env, jclass cls, jlong id) {
   (void)cls;
   vmt_thread_info_t *info = NULL;

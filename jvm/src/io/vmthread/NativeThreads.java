@@ -74,6 +74,9 @@ final class NativeThreads {
   static native String threadDump();
   static native String threadDumpJson();
   static native String threadCategory(long id);
+  /** {String[] names, long[] figures}: per category live, started, CPU ns, exited CPU ns
+   *  (vmt_mx_get_category_usage). */
+  static native Object[] categoryUsage();
 
   /** The file of another copy of the runtime in this process that has threads ("" for the
    *  main program), or null if there is none (vmt_mx_get_other_runtime_count). */

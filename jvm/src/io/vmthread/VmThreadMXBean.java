@@ -53,6 +53,17 @@ public interface VmThreadMXBean extends com.sun.management.ThreadMXBean {
   String getThreadCategory(long id);
 
   /**
+   * CPU time and thread counts per thread category, sorted by name: each category's live and
+   * started counts and the CPU time of its live threads plus every one that exited, from one
+   * consistent moment ({@code vmt_mx_get_category_usage}, Eclipse OMR's
+   * {@code omrthread_get_jvm_cpu_usage_info}). An attribute ({@code CategoryUsage}): one sweep
+   * of the threads' CPU clocks.
+   *
+   * @return one entry per category that has had a thread
+   */
+  CategoryUsage[] getCategoryUsage();
+
+  /**
    * A jstack-style text dump of all the runtime's threads, with a deadlock section when there
    * is one ({@code vmt_mx_thread_dump_to_string}). An operation, not an attribute: a client
    * that reads every attribute does not build a dump each time.

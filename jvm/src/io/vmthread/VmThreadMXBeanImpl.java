@@ -389,6 +389,20 @@ final class VmThreadMXBeanImpl implements VmThreadMXBean {
   }
 
   @Override
+  public CategoryUsage[] getCategoryUsage() {
+    check();
+    Object[] raw = NativeThreads.categoryUsage();
+    String[] names = (String[]) raw[0];
+    long[] figures = (long[]) raw[1];
+    CategoryUsage[] out = new CategoryUsage[names.length];
+    for (int i = 0; i < names.length; i++) {
+      out[i] = new CategoryUsage(names[i], (int) figures[4 * i], figures[4 * i + 1],
+          figures[4 * i + 2], figures[4 * i + 3]);
+    }
+    return out;
+  }
+
+  @Override
   public String dumpThreads() {
     check();
     return NativeThreads.threadDump();

@@ -130,6 +130,20 @@ final class JmxTest {
           "ThreadInfo daemon=false, priority=5");
       Check.equal("gc", server.invoke(name, "getThreadCategory", new Object[] {gcIds[0]},
           new String[] {"long"}), "getThreadCategory through JMX");
+      // CPU per category as open data: the gc threads alive and started, CPU consistent.
+      CompositeData[] usage = (CompositeData[]) server.getAttribute(name, "CategoryUsage");
+      CompositeData gcUsage = null;
+      for (CompositeData u : usage) {
+        if ("gc".equals(u.get("name"))) {
+          gcUsage = u;
+        }
+      }
+      Check.that(gcUsage != null, "CategoryUsage has the gc category");
+      Check.that((Integer) gcUsage.get("liveCount") >= 3
+          && (Long) gcUsage.get("startedCount") >= 3, "CategoryUsage: gc counts " + gcUsage);
+      long gcCpu = (Long) gcUsage.get("cpuTimeNs");
+      long gcExited = (Long) gcUsage.get("exitedCpuTimeNs");
+      Check.that(gcCpu >= gcExited && gcExited >= 0, "CategoryUsage: gc CPU " + gcUsage);
 
       // The standard interface through a proxy, as a generic ThreadMXBean client reads it.
       ThreadMXBean proxy = JMX.newMXBeanProxy(server, name, ThreadMXBean.class);
