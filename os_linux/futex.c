@@ -28,8 +28,9 @@ static int futex_wait(_Atomic uint32_t *word, uint32_t expected, int64_t deadlin
     ts.tv_nsec = (long)(deadline_ns % 1000000000);
     tsp = &ts;
   }
-  long rc = syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG | clock_flag,
-                    expected, tsp, NULL, FUTEX_BITSET_MATCH_ANY);
+  long rc = syscall(SYS_futex, (uint32_t *)word,
+                    FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG | clock_flag, expected, tsp, NULL,
+                    FUTEX_BITSET_MATCH_ANY);
   if (rc == 0) return 0;
   switch (errno) {
     case EAGAIN:

@@ -291,7 +291,8 @@ static void hook_errors(void **state) {
   while (vmt_thread_hooks_add(start_a, NULL, &ctx[added]) == 0) added++;
   assert_int_equal(added, VMT_THREAD_HOOKS_MAX - 2);   /* the group's two are registered */
   assert_int_equal(vmt_thread_hooks_add(start_a, NULL, ctx), -EAGAIN);
-  for (int i = 0; i < added; i++) assert_int_equal(vmt_thread_hooks_remove(start_a, NULL, &ctx[i]), 0);
+  for (int i = 0; i < added; i++)
+    assert_int_equal(vmt_thread_hooks_remove(start_a, NULL, &ctx[i]), 0);
 }
 
 /* ---- Rename and priority ---------------------------------------------------------------- */

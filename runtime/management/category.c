@@ -20,7 +20,9 @@
 #define OPTIMISTIC_SWEEPS 8
 #define INTERNAL_CATEGORY "vmt-internal"
 
-static bool is_internal(const vmt__category_t *c) { return strcmp(c->name, INTERNAL_CATEGORY) == 0; }
+static bool is_internal(const vmt__category_t *c) {
+  return strcmp(c->name, INTERNAL_CATEGORY) == 0;
+}
 
 static size_t index_of(vmt__category_t *const *cats, size_t n, const vmt__category_t *c) {
   for (size_t i = 0; i < n; i++)

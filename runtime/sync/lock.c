@@ -99,7 +99,8 @@ static void pool_fork_child(void) {
     for (int i = 0; i < VMT__POOL_CHUNK; i++) slot_fork_child(&c->slots[i], self);
   /* Interrupters that were inside its (absent) wait node vanished: its next wait must not
    * wait for them (monitor_wait.c). */
-  if (vmt__self != NULL) atomic_store_explicit(&vmt__self->sync.wait_users, 0, memory_order_relaxed);
+  if (vmt__self != NULL)
+    atomic_store_explicit(&vmt__self->sync.wait_users, 0, memory_order_relaxed);
 }
 VMT__PROCESS_STATE(lock_pool, .symbols = "pool_lock pool_chunks pool_free",
                    .rule = VMT__FORK_HOLD,

@@ -35,7 +35,8 @@ static int sleep_turn(_Atomic uint32_t *word, uint32_t v, int64_t deadline, bool
                                                memory_order_seq_cst, memory_order_relaxed))
     return 0;
   v |= VMT__EVENT_SLEEPER;
-  int rc = realtime ? vmt__wait_turn_realtime(word, v, deadline) : vmt__wait_turn(word, v, deadline);
+  int rc = realtime ? vmt__wait_turn_realtime(word, v, deadline)
+                    : vmt__wait_turn(word, v, deadline);
   atomic_fetch_and_explicit(word, ~VMT__EVENT_SLEEPER, memory_order_relaxed);
   return rc;
 }
