@@ -23,6 +23,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -142,13 +143,20 @@ pid_t vmt_os_current_tid(void) {
 
 int vmt_os_thread_reap(pthread_t th, int64_t spin_ns) {
   int64_t end = vmt_os_java_time_nanos() + spin_ns;
-  for (;;) {
+  for (int round = 0;; round++) {
     int rc = pthread_tryjoin_np(th, NULL);
     if (rc != EBUSY) return -rc;
     if (vmt_os_java_time_nanos() >= end) break;
+    /* A few rounds of pause for a thread that runs on the other CPU; then yield, in case the
+     * scheduler woke us on the ending thread's own CPU, where spinning would only hold it
+     * off. */
+    if (round < 16) {
 #if defined(__x86_64__) || defined(__i386__)
-    for (int i = 0; i < 64; i++) __builtin_ia32_pause();
+      for (int i = 0; i < 64; i++) __builtin_ia32_pause();
 #endif
+    } else {
+      sched_yield();
+    }
   }
   return -pthread_join(th, NULL);
 }
