@@ -14,8 +14,8 @@
  * fails with -EINVAL instead of touching freed memory. The residual case: once a record has been
  * recycled for a new thread, a stale handle to the old one names the new thread, and nothing
  * can tell them apart (docs/design.md, "Reclamation"). Memory held: the peak number of records
- * ever live at once, 368 bytes each on x86-64 plus the 816-byte cold block allocated behind
- * it (TLS slots, stack bounds, guard zones, park blocker: registry.h), 1,184 bytes in all,
+ * ever live at once, 432 bytes each on x86-64 plus the 816-byte cold block allocated behind
+ * it (TLS slots, stack bounds, guard zones, park blocker: registry.h), 1,248 bytes in all,
  * jemalloc's 1,280-byte size class.
  *
  * vmt__current is one initial-exec TLS load (a %fs-relative mov on x86-64); the library's

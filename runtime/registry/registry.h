@@ -111,8 +111,8 @@ struct vmt__thread_vms {
 #define VMT__EVENT_POKE 4u     /* added by a waker that only wants the sleeper to look again */
 
 /* Per-thread fields that no registry walk reads, in a block allocated with the record and
- * zeroed with it (record.c): a sweep that prefetches a whole record (management_impl.h) keeps
- * fetching five cache lines. Type-stable like the record. */
+ * zeroed with it (record.c): a sweep that prefetches a whole record (management_impl.h) does
+ * not fetch these 816 bytes too. Type-stable like the record. */
 struct vmt__thread_cold {
   /* runtime/thread/: the block vmt_thread_fast points to while the thread is current (stack
    * limit: stack.c; TLS slots: tls.c). Other threads read it with atomic loads. */
