@@ -194,7 +194,7 @@ VMT_EXPORT int vmt_thread_detach(void);
 /*
  * Start and exit hooks (JVMTI's ThreadStart / ThreadEnd), run on the thread itself:
  * - on_start: a started thread's once it is current, in the registry and named, before its
- *   body (it may run before the creator's vmt_thread_start has returned and counted it: start
+ *   body, counted live (it may run before the creator's vmt_thread_start has returned: start
  *   never waits for the child); an attached thread's at its first attach, once it is current
  *   and counted, before attach returns.
  * - on_exit: first on the way out (return, vmt_thread_exit, cancellation, last detach, ending
