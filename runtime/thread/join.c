@@ -32,6 +32,8 @@
 typedef struct join_claim {
   vmt_thread_t *t;
   vmt_thread_t *self;
+  int64_t deadline_ns;
+  int rc;           /* of the sleep on exit_event */
   bool sleeping;    /* counted in t->join_sleepers */
   bool in_region;   /* inside the reap's safe region, entered from state `saved` */
   int saved;
@@ -47,6 +49,35 @@ static void join_cancelled(void *arg) {
   vmt__record_unref(c->t);
 }
 
+/* The cancellation points alone in their functions, their state in the claim: cleanup_push
+ * sets a jump buffer, and nothing of the caller's may live across it (gcc -Wclobbered). */
+static __attribute__((noinline)) void sleep_on_exit_event(join_claim_t *c) {
+  pthread_cleanup_push(join_cancelled, c);
+  atomic_fetch_add_explicit(&c->t->join_sleepers, 1, memory_order_seq_cst);
+  c->sleeping = true;
+  c->rc = vmt__wait_for_event(c->self, &c->t->exit_event, c->deadline_ns);
+  atomic_fetch_sub_explicit(&c->t->join_sleepers, 1, memory_order_relaxed);
+  c->sleeping = false;
+  pthread_cleanup_pop(0);
+}
+
+/* A safe region, like the runtime's other blocking calls (vmservices.h). Woken from
+ * exit_event, the thread has a few microseconds of its exit left to run: poll for its end for
+ * a while rather than sleep a second time (exit -> join was 25.7 us against raw pthread_join's
+ * 16.1 with the second sleep, //bench:wake --quick, a loaded machine). */
+static __attribute__((noinline)) void reap(join_claim_t *c, bool slept) {
+  pthread_cleanup_push(join_cancelled, c);
+  c->saved = vmt__region_enter(c->self);
+  c->in_region = true;
+  if (slept)
+    vmt_os_thread_reap(c->t->pthread, REAP_SPIN_NS);
+  else
+    pthread_join(c->t->pthread, NULL);
+  vmt__region_leave(c->self, c->saved, NULL);
+  c->in_region = false;
+  pthread_cleanup_pop(0);
+}
+
 static int join(vmt_thread_t *t, int64_t deadline_ns, bool timed, void **result) {
   if (t == NULL || !vmt__record_ref_if_live(t)) return -EINVAL;
   int rc = 0;
@@ -60,47 +91,24 @@ static int join(vmt_thread_t *t, int64_t deadline_ns, bool timed, void **result)
   } else {
     /* A thread of a fork's parent process does not exist here: nothing to wait for. */
     bool here = vmt__thread_of_this_process(t);
-    vmt_thread_t *self = vmt__current;
-    join_claim_t claim = {.t = t, .self = self};
-    pthread_cleanup_push(join_cancelled, &claim);
+    join_claim_t claim = {.t = t, .self = vmt__current, .deadline_ns = deadline_ns};
     /* Interruptible or timed: sleep on the target's exit_event first (its exit sets it just
      * after `done` and wakes sleepers it counts, exit.c). A thread without record waiting
      * without a timeout can be neither interrupted nor timed out: pthread_join alone. */
-    bool slept = false;
-    if (here && (self != NULL || timed)) {
-      slept = true;
-      atomic_fetch_add_explicit(&t->join_sleepers, 1, memory_order_seq_cst);
-      claim.sleeping = true;
-      rc = vmt__wait_for_event(self, &t->exit_event, deadline_ns);
-      atomic_fetch_sub_explicit(&t->join_sleepers, 1, memory_order_relaxed);
-      claim.sleeping = false;
-    }
+    bool slept = here && (claim.self != NULL || timed);
+    if (slept) sleep_on_exit_event(&claim);
+    rc = claim.rc;
     if (rc == 0) {
       /* pthread_join returns once the kernel has cleared the thread's tid word, after the
        * thread ran its whole exit path: the bookkeeping is done by then. */
       vmt__stack_mark_reaping(t, true);
-      if (here) {
-        /* A safe region, like the runtime's other blocking calls (vmservices.h). Woken from
-         * exit_event, the thread has a few microseconds of its exit left to run: poll for its
-         * end for a while rather than sleep a second time (exit -> join was 25.7 us against
-         * raw pthread_join's 16.1 with the second sleep, //bench:wake --quick, a loaded
-         * machine). */
-        claim.saved = vmt__region_enter(self);
-        claim.in_region = true;
-        if (slept)
-          vmt_os_thread_reap(t->pthread, REAP_SPIN_NS);
-        else
-          pthread_join(t->pthread, NULL);
-        vmt__region_leave(self, claim.saved, NULL);
-        claim.in_region = false;
-      }
+      if (here) reap(&claim, slept);
       t->owns_pthread = false;
       if (result) *result = t->result;
     } else {
       /* Interrupted or timed out: no join happened, and another may. */
       atomic_store_explicit(&t->joined, false, memory_order_release);
     }
-    pthread_cleanup_pop(0);
   }
   vmt__record_unref(t);
   return rc;
