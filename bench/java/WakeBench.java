@@ -16,10 +16,10 @@
 // of a thread that stays alive (join_1ms); extra keys requested_us (1000), overshoot_p50_us
 // and overshoot_p99_us (the percentile minus the 1 ms asked for).
 //
-// The rows they pair with (bench/wake.c): wake/vmt_unpark, vmt_notify, vmt_exit_join (today's
-// calls), vmt_interrupt_sleep, _park, _wait, _join (issue #15's, to come); wake.timed/
-// vmt_sleep_1ms, vmt_park_1ms, vmt_wait_1ms, vmt_join_1ms (to come); and the floors
-// futex_wake, condvar_signal, pthread_kill_nanosleep, pthread_exit_join, nanosleep_1ms.
+// The rows they pair with (bench/wake.c): wake/vmt_unpark, vmt_notify, vmt_exit_join,
+// vmt_interrupt_sleep, _park, _wait, _join; wake.timed/vmt_sleep_1ms, vmt_park_1ms,
+// vmt_wait_1ms, vmt_join_1ms; and the floors futex_wake, condvar_signal,
+// pthread_kill_nanosleep, pthread_exit_join, nanosleep_1ms.
 //
 // Method, per sample: the waiter announces (a volatile write just before its blocking call);
 // the waker waits for the announcement, then lets SETTLE_NS more pass (yielding its CPU, in

@@ -2,8 +2,9 @@
  * runtime/thread/hooks.c: the VM's thread start and exit hooks (JVMTI's ThreadStart and
  * ThreadEnd events), run on the thread itself: a started thread's start hooks once it is
  * current, in the registry, counted live and named, before its body; an attached thread's at
- * its first attach, once it is current; the exit hooks first in the exit path (exit.c), while the thread is still
- * current, listed and holds its locks, before its TLS destructors. Internal threads run none.
+ * its first attach, once it is current; the exit hooks first in the exit path (exit.c), while
+ * the thread is still current, listed and holds its locks, before its TLS destructors. Internal
+ * threads run none.
  *
  * Hooks are process-wide state: a small table of slots changed under hooks_lock and read
  * without it. A thread that runs a slot's hook counts itself in the slot's `active` before it
