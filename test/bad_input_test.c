@@ -443,6 +443,8 @@ static void monitor_functions(void **state) {
   rc_is("vmt_sync_timed_lock", "destroyed", -EINVAL, vmt_sync_timed_lock(s, 1));
   rc_is("vmt_sync_unlock", "destroyed", -EINVAL, vmt_sync_unlock(s));
   rc_is("vmt_sync_describe", "destroyed", -EINVAL, vmt_sync_describe(s, buf, sizeof(buf)));
+  rc_is("vmt_monitor_holds_lock", "destroyed", -EINVAL, vmt_monitor_holds_lock(m));
+  rc_is("vmt_sync_holds_lock", "destroyed", -EINVAL, vmt_sync_holds_lock(s));
 
   /* Timeouts at the ends of int64. */
   vmt_sync_t *s2;
