@@ -109,7 +109,8 @@ VMT_EXPORT int vmt_sync_describe(const vmt_sync_t *s, char *buf, size_t len);
 
 /* Thread.sleep: TIMED_WAITING, counted as a wait, until ns have passed (a CLOCK_MONOTONIC
  * deadline fixed at the call, honoured across EINTR; sub-millisecond: the thread's timer slack
- * decides how late it wakes, vmthread/thread.h). 0 returns at once; -EINVAL for ns < 0.
+ * decides how late it wakes, vmthread/thread.h). 0 yields the processor and returns, counted as
+ * a wait as HotSpot's Thread.sleep(0) is; -EINVAL for ns < 0.
  * Interruptible: -EINTR, the status cleared, when interrupted while sleeping or if the status
  * was set at the call (also for ns == 0), as Thread.sleep throws InterruptedException. */
 VMT_EXPORT int vmt_sleep_ns(int64_t ns);
