@@ -425,7 +425,8 @@ static void notified_waiter_is_blocked_on_the_notifier(void **state) {
     size_t len;
     assert_int_equal(vmt_mx_thread_dump_to_string(&dump, &len), 0);
     char want[2 * VMT__LOCK_DESC_NAME_MAX];
-    snprintf(want, sizeof(want), "- waiting to lock <%s> (owned by \"%s\" #%lld)", name,
+    snprintf(want, sizeof(want), "- waiting to lock <%s> (a vmt.Monitor) (owned by \"%s\" #%lld)",
+             name,
              vmt_thread_name(vmt_thread_current()), (long long)me);
     assert_non_null(strstr(dump, want));
     free(dump);

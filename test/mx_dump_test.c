@@ -125,7 +125,8 @@ static void dump_shows_held_and_wanted_locks(void **state) {
   assert_non_null(block);
   assert_non_null(strstr(block, "waiting for monitor entry"));
   assert_non_null(strstr(block, "java.lang.Thread.State: BLOCKED (on object monitor)"));
-  snprintf(want, sizeof(want), "\t- waiting to lock <%s> (owned by \"%s\" #%lld)\n", wanted_name,
+  snprintf(want, sizeof(want), "\t- waiting to lock <%s> (a vmt.Monitor) (owned by \"%s\" #%lld)\n",
+           wanted_name,
            vmt_thread_name(self), (long long)vmt_thread_id(self));
   assert_non_null(strstr(block, want));
   /* The attached main thread holds both; its own native frames are in the dump. */
@@ -133,9 +134,9 @@ static void dump_shows_held_and_wanted_locks(void **state) {
            (long long)vmt_thread_id(self));
   const char *mine = strstr(s, want);
   assert_non_null(mine);
-  snprintf(want, sizeof(want), "\t- locked <%s>\n", held_name);
+  snprintf(want, sizeof(want), "\t- locked <%s> (a vmt.Monitor)\n", held_name);
   assert_non_null(strstr(mine, want));
-  snprintf(want, sizeof(want), "\t- locked <%s>\n", wanted_name);
+  snprintf(want, sizeof(want), "\t- locked <%s> (a vmt.Monitor)\n", wanted_name);
   assert_non_null(strstr(mine, want));
   assert_non_null(strstr(mine, "\tat "));
   free(s);
@@ -162,9 +163,9 @@ static void dump_shows_a_monitor_wait(void **state) {
   assert_non_null(blk);
   assert_non_null(strstr(blk, "in Object.wait()"));
   assert_non_null(strstr(blk, "java.lang.Thread.State: WAITING (on object monitor)"));
-  char name[128], want[160];
+  char name[128], want[192];
   vmt_monitor_describe(w.m, name, sizeof(name));
-  snprintf(want, sizeof(want), "\t- waiting on <%s>\n", name);
+  snprintf(want, sizeof(want), "\t- waiting on <%s> (a vmt.Monitor)\n", name);
   assert_non_null(strstr(blk, want));
   free(s);
   waiter_release(&w);
@@ -251,11 +252,11 @@ static void deadlocks_are_found_and_dumped(void **state) {
   assert_non_null(blk);
   assert_non_null(strstr(blk, "java.lang.Thread.State: BLOCKED (on object monitor)"));
   vmt_monitor_describe(mon_b, mon, sizeof(mon));
-  snprintf(want, sizeof(want), "\t- waiting to lock <%s> (owned by \"dl-b\" #%lld)\n", mon,
+  snprintf(want, sizeof(want), "\t- waiting to lock <%s> (a vmt.Monitor) (owned by \"dl-b\" #%lld)\n", mon,
            (long long)ib);
   assert_non_null(strstr(blk, want));
   vmt_monitor_describe(mon_a, mon, sizeof(mon));
-  snprintf(want, sizeof(want), "\t- locked <%s>\n", mon);
+  snprintf(want, sizeof(want), "\t- locked <%s> (a vmt.Monitor)\n", mon);
   assert_non_null(strstr(blk, want));
   /* dl-c: parked on sync-d owned by dl-d. */
   snprintf(want, sizeof(want), "\"dl-c\" #%lld", (long long)ic);
@@ -263,13 +264,15 @@ static void deadlocks_are_found_and_dumped(void **state) {
   assert_non_null(blk);
   assert_non_null(strstr(blk, "java.lang.Thread.State: WAITING (parking)"));
   vmt_sync_describe(sync_d, mon, sizeof(mon));
-  snprintf(want, sizeof(want), "\t- parking to wait for <%s> (owned by \"dl-d\" #%lld)\n", mon,
+  snprintf(want, sizeof(want), "\t- parking to wait for <%s> (a vmt.Synchronizer) (owned by \"dl-d\" #%lld)\n",
+           mon,
            (long long)id);
   assert_non_null(strstr(blk, want));
   /* dl-d holds the synchronizer. */
   snprintf(want, sizeof(want), "\"dl-d\" #%lld", (long long)id);
   blk = strstr(s, want);
-  snprintf(want, sizeof(want), "   Locked ownable synchronizers:\n\t- <%s>\n", mon);
+  snprintf(want, sizeof(want), "   Locked ownable synchronizers:\n\t- <%s> (a vmt.Synchronizer)\n",
+           mon);
   assert_non_null(strstr(blk, want));
   /* The deadlock section names each edge of each cycle. */
   const char *sect = strstr(s, "Found one Java-level deadlock:");

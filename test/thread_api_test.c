@@ -587,7 +587,7 @@ static void park_blocker_is_the_lock_of_a_parked_thread(void **state) {
   char *dump = NULL;
   size_t len = 0;
   assert_int_equal(vmt_mx_thread_dump_to_string(&dump, &len), 0);
-  assert_non_null(strstr(dump, "- parking to wait for <" AQS_CLASS "@1b6d3586> (owned by"));
+  assert_non_null(strstr(dump, "- parking to wait for <" AQS_CLASS "@1b6d3586> (a " AQS_CLASS ") (owned by"));
   free(dump);
   assert_int_equal(p.rc_set, 0);
   vmt_unpark(t);

@@ -5,8 +5,8 @@
  *   "worker-1" #12 daemon prio=5 cpu=0.52ms elapsed=1.20s nid=0x1092 category=app waiting for ...
  *      java.lang.Thread.State: BLOCKED (on object monitor)
  *   	at do_work(/usr/lib/libvm.so)
- *   	- waiting to lock <m1@1a2b> (owned by "worker-2" #13)
- *   	- locked <m0@99>
+ *   	- waiting to lock <m1@1a2b> (a vmt.Monitor) (owned by "worker-2" #13)
+ *   	- locked <m0@99> (a vmt.Monitor)
  *
  *      Locked ownable synchronizers:
  *   	- None
@@ -132,6 +132,19 @@ static void text_flush(text_t *t, FILE *out, bool last) {
   t->len = 0;
 }
 
+/* "<name> (a class)": the lock and its class, as jstack names an object ("<0x...> (a
+ * java.lang.Object)"), so that tools reading jstack's layout find the class where they look. */
+static void put_lock_ref(text_t *t, const vmt_lock_info_t *l) {
+  put_char(t, '<');
+  put_str(t, l->name);
+  put_char(t, '>');
+  if (l->class_name && l->class_name[0]) {
+    put_str(t, " (a ");
+    put_str(t, l->class_name);
+    put_char(t, ')');
+  }
+}
+
 static void put_owner(text_t *t, const vmt_thread_info_t *ti) {
   if (ti->lock_owner_id > 0 && ti->lock_owner_name) {
     put_str(t, " (owned by \"");
@@ -146,18 +159,16 @@ static void put_owner(text_t *t, const vmt_thread_info_t *ti) {
 static void put_blocker(text_t *t, const vmt_thread_info_t *ti) {
   if (!ti->lock) return;
   if (ti->state == VMT_THREAD_BLOCKED) {
-    put_str(t, "\t- waiting to lock <");
-    put_str(t, ti->lock->name);
-    put_char(t, '>');
+    put_str(t, "\t- waiting to lock ");
+    put_lock_ref(t, ti->lock);
     put_owner(t, ti);
   } else if (on_monitor(ti)) {
-    put_str(t, "\t- waiting on <");
-    put_str(t, ti->lock->name);
-    put_str(t, ">\n");
+    put_str(t, "\t- waiting on ");
+    put_lock_ref(t, ti->lock);
+    put_char(t, '\n');
   } else {
-    put_str(t, "\t- parking to wait for <");
-    put_str(t, ti->lock->name);
-    put_char(t, '>');
+    put_str(t, "\t- parking to wait for ");
+    put_lock_ref(t, ti->lock);
     put_owner(t, ti);
   }
 }
@@ -183,9 +194,9 @@ static void put_frame(text_t *t, const vmt_stack_frame_t *f) {
 }
 
 static void put_locked(text_t *t, const vmt_lock_info_t *l) {
-  put_str(t, "\t- locked <");
-  put_str(t, l->name);
-  put_str(t, ">\n");
+  put_str(t, "\t- locked ");
+  put_lock_ref(t, l);
+  put_char(t, '\n');
 }
 
 static void put_thread(text_t *t, const vmt_thread_info_t *ti) {
@@ -231,9 +242,9 @@ static void put_thread(text_t *t, const vmt_thread_info_t *ti) {
   put_str(t, "\n   Locked ownable synchronizers:\n");
   if (ti->locked_synchronizer_count == 0) put_str(t, "\t- None\n");
   for (size_t i = 0; i < ti->locked_synchronizer_count; i++) {
-    put_str(t, "\t- <");
-    put_str(t, ti->locked_synchronizers[i].name);
-    put_str(t, ">\n");
+    put_str(t, "\t- ");
+    put_lock_ref(t, &ti->locked_synchronizers[i]);
+    put_char(t, '\n');
   }
   put_char(t, '\n');
 }
