@@ -19,6 +19,7 @@ typedef enum vmt__fault_site {
   VMT__FAULT_GETCPUCLOCKID,      /* pthread_getcpuclockid */
   VMT__FAULT_MALLCTL,
   VMT__FAULT_THREAD_END,         /* arming the per-thread end hook (pthread_setspecific) */
+  VMT__FAULT_TIMER,              /* timer_create on a thread's CPU clock (the profiler) */
   /* The sites above stand before a call that can fail. The ones from here on are points in an
    * algorithm where nothing can fail: only a hook is of use there, to change the world at that
    * exact moment; vmt__fault_arm ignores them, and their callers ignore vmt__fault_hit. */

@@ -14,6 +14,7 @@
 #define VMT_RUNTIME_OS_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -193,6 +194,75 @@ int64_t vmt_os_timer_slack(void);
 void vmt_os_native_name(const char *full, char os_name[16]);
 /* Sets the calling thread's kernel name. 0 or -errno. */
 int vmt_os_set_native_name(const char *os_name);
+
+/* ---- Sampling: CPU-time timers, the timer signal, native stacks, symbols ---------------- *
+ * What the profiler (runtime/profiler/) asks of the platform. A timer counts the CPU time of
+ * one thread on that thread's own SCHED clock (the clock id computed from the record's tid)
+ * and sends its signal to that thread only (Linux: SIGEV_THREAD_ID). On Linux a CPU timer
+ * fires at most once per scheduler tick (HZ=250 here: at most 250 signals per second and
+ * thread), and expirations that come while the signal is still pending, or between ticks, are
+ * carried by the next signal as its overrun count, so a sample stands for 1 + overrun periods. */
+typedef struct vmt_os_cpu_timer {
+  void *handle;    /* timer_t; valid while `created` */
+  bool created;
+} vmt_os_cpu_timer_t;
+/* Creates and starts a periodic timer on ot's own CPU clock: every period_ns of that thread's
+ * CPU time, signal signo is sent to that thread with cookie as its value. The thread must be
+ * bound and not exiting, and must stay so until the call returns (the caller's protocol,
+ * runtime/profiler/arm.c, guarantees it): -ESRCH otherwise. -EINVAL (period <= 0, bad
+ * signal), -EAGAIN (the kernel's limit on timers, RLIMIT_SIGPENDING), -ENOMEM. On success
+ * *cpu_ns, if not NULL, is the thread's CPU time read right after the timer started (the
+ * origin of its first period). */
+int vmt_os_cpu_timer_start(const vmt_os_thread_t *ot, int signo, int64_t period_ns, void *cookie,
+                           vmt_os_cpu_timer_t *out, int64_t *cpu_ns);
+/* Deletes the timer (idempotent). Once it returns, the timer sends no new signal; one already
+ * queued may still be delivered on kernels older than 6.13 (the caller removes its handler's
+ * state first, and discards pending signals with SIG_IGN when it is done with the signal). */
+void vmt_os_cpu_timer_delete(vmt_os_cpu_timer_t *timer);
+
+/* What a signal handler learns from its siginfo and context. Async-signal-safe. */
+typedef struct vmt_os_timer_signal {
+  void *cookie;        /* the value given to vmt_os_cpu_timer_start */
+  int32_t overrun;     /* expirations that sent no signal of their own (>= 0) */
+  uintptr_t pc;        /* where the thread was interrupted; 0 if the context has none */
+} vmt_os_timer_signal_t;
+/* True, filling *out, if the signal was sent by a POSIX timer (not by kill or sigqueue). */
+bool vmt_os_timer_signal(const siginfo_t *info, const void *ucontext, vmt_os_timer_signal_t *out);
+
+/* Native stacks of the interrupted code. init loads the unwinder (libunwind, dlopen'ed: the
+ * library keeps no DT_NEEDED on it) once; idempotent and thread-safe; -ENOTSUP when it is not
+ * installed, and unwind then returns the interrupted pc alone. unwind is async-signal-safe and
+ * is called only from a signal handler on the interrupted thread: it writes up to max program
+ * counters of the interrupted code into pcs, innermost first (pcs[0] the interrupted pc, the
+ * others return addresses), and returns their number (>= 1); -EIO when the unwinder failed,
+ * -ENOENT when the context has no pc. */
+int vmt_os_native_unwind_init(void);
+int vmt_os_native_unwind(const void *ucontext, uintptr_t *pcs, int32_t max);
+/* "libunwind" or "pc only": what init found (for the profile's header and the docs). */
+const char *vmt_os_native_unwinder(void);
+
+/* Symbols of code addresses in this process: function (every symbol table the objects carry,
+ * the static functions' too), and source file and line where the object has DWARF line
+ * tables (elfutils' libdw, dlopen'ed; dladdr alone otherwise). Not async-signal-safe: the
+ * profiler's output path calls it. A symbolizer reads the process's mappings when opened:
+ * code loaded later is named after a reopen. */
+typedef struct vmt_os_symbolizer vmt_os_symbolizer_t;
+typedef struct vmt_os_symbol {
+  char function[256];  /* "" when unknown */
+  char module[256];    /* the object's file name (basename), "" when unknown */
+  char file[256];      /* source file, "" when unknown */
+  int32_t line;        /* -1 when unknown */
+  uintptr_t offset;    /* pc - function start, or pc - module base without a function */
+} vmt_os_symbol_t;
+/* NULL on -ENOMEM only (without libdw it answers through dladdr). */
+vmt_os_symbolizer_t *vmt_os_symbolizer_open(void);
+void vmt_os_symbolizer_close(vmt_os_symbolizer_t *s);
+/* return_address: pc is a return address (the call is the byte before it). 0, or -ENOENT
+ * when no object holds pc (out is then all unknown). */
+int vmt_os_symbolize(vmt_os_symbolizer_t *s, uintptr_t pc, bool return_address,
+                     vmt_os_symbol_t *out);
+/* "libdw" or "dladdr". */
+const char *vmt_os_symbolizer_kind(vmt_os_symbolizer_t *s);
 
 /* ---- Copies of the runtime in this process ---------------------------------------------- *
  * A process can hold more than one copy of the runtime: libvmthread.so.0 and any object that

@@ -41,6 +41,7 @@ static const struct {
     {VMT__FAULT_GETCPUCLOCKID, "pthread_getcpuclockid", ESRCH},
     {VMT__FAULT_MALLCTL, "mallctl", ENOENT},
     {VMT__FAULT_THREAD_END, "pthread_setspecific", ENOMEM},
+    {VMT__FAULT_TIMER, "timer_create", EAGAIN},
 };
 enum { SEAMS = sizeof(seams) / sizeof(seams[0]), MAX_CALLS = 2000 };
 /* The hook points after these (runtime/fault.h) have no call to fail: nothing to sweep. */

@@ -469,11 +469,13 @@ static const int seam_errno[VMT__FAULT_FALLIBLE_COUNT] = {
     [VMT__FAULT_ALLOC] = ENOMEM,         [VMT__FAULT_PTHREAD_CREATE] = EAGAIN,
     [VMT__FAULT_SETNAME] = ERANGE,       [VMT__FAULT_CLOCK] = EINVAL,
     [VMT__FAULT_GETCPUCLOCKID] = ESRCH,  [VMT__FAULT_MALLCTL] = ENOENT,
+    [VMT__FAULT_TIMER] = EAGAIN,
 };
 static const char *const seam_names[VMT__FAULT_FALLIBLE_COUNT] = {
     [VMT__FAULT_ALLOC] = "allocation",   [VMT__FAULT_PTHREAD_CREATE] = "pthread_create",
     [VMT__FAULT_SETNAME] = "pthread_setname_np", [VMT__FAULT_CLOCK] = "clock_read",
     [VMT__FAULT_GETCPUCLOCKID] = "pthread_getcpuclockid", [VMT__FAULT_MALLCTL] = "mallctl",
+    [VMT__FAULT_TIMER] = "timer_create",
 };
 static _Atomic bool injector_stop;
 
