@@ -8,6 +8,7 @@
  *   vmthread/monitor.h     monitors, synchronizers, sleep and park
  *   vmthread/management.h  the C mirror of java.lang.management.ThreadMXBean
  *   vmthread/vmservices.h  execution states, the poll, handshakes, safepoints, suspension
+ *   vmthread/profiler.h    a CPU-time profiler of the runtime's threads, with flame graphs
  */
 #ifndef VMTHREAD_H
 #define VMTHREAD_H
@@ -20,5 +21,6 @@
 #include "vmthread/monitor.h"
 #include "vmthread/management.h"
 #include "vmthread/vmservices.h"
+#include "vmthread/profiler.h"
 
 #endif /* VMTHREAD_H */

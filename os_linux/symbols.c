@@ -19,6 +19,7 @@
 
 #include "os_linux/os_impl.h"
 #include "runtime/fault.h"
+#include "runtime/process.h"
 
 #if defined(__has_include)
 #if __has_include(<elfutils/libdwfl.h>)
@@ -49,6 +50,14 @@ static char *debuginfo_path;   /* NULL: the default search path */
 #endif
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+#ifdef VMT_OS_HAVE_LIBDW
+#define SYMBOLIZER_SYMBOLS "dw have_dw debuginfo_path load_once"
+#else
+#define SYMBOLIZER_SYMBOLS "load_once"
+#endif
+VMT__PROCESS_STATE(symbolizer, .symbols = SYMBOLIZER_SYMBOLS,
+                   .rule = VMT__FORK_KEEP,
+                   .fork = "the loaded libdw and its functions are the child's too");
 
 #ifdef VMT_OS_HAVE_LIBDW
 #define DW_SYM(field, name)                                  \

@@ -33,6 +33,7 @@
 #include <ucontext.h>
 
 #include "os_linux/os_impl.h"
+#include "runtime/process.h"
 
 #if defined(__has_include)
 #if __has_include(<libunwind.h>)
@@ -60,6 +61,13 @@ static struct {
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static _Atomic bool have_unwinder;
+#ifdef VMT_OS_HAVE_LIBUNWIND
+#define UNWINDER_SYMBOLS "unw init_once have_unwinder"
+#else
+#define UNWINDER_SYMBOLS "init_once have_unwinder"
+#endif
+VMT__PROCESS_STATE(unwinder, .symbols = UNWINDER_SYMBOLS, .rule = VMT__FORK_KEEP,
+                   .fork = "the loaded libunwind and its functions are the child's too");
 
 #ifdef VMT_OS_HAVE_LIBUNWIND
 static void load(void) {

@@ -40,6 +40,9 @@ typedef enum vmt__fork_rule {
 /* Ranks: prepare ascending, parent and child descending. Unique among the rows with handlers
  * (the completeness test checks), so the order never depends on the link. */
 enum {
+  /* The profiler, beside management: nothing below waits for its lock, and the thread that
+   * holds it may wait for the drainer, whose exit takes the registry's locks (ranks after it). */
+  VMT__RANK_PROFILER = 0,
   VMT__RANK_MANAGEMENT = 100,
   VMT__RANK_THREAD = 200,
   VMT__RANK_SYNC = 300,

@@ -201,6 +201,19 @@ static void child_checks(void) {
   vmt_safepoint_stats_t sp;
   CHECK(vmt_safepoint_begin(1000 * 1000 * 1000, &sp) == 0 && sp.running == 0);
   CHECK(vmt_safepoint_end(NULL) == 0);
+  /* The profiler is not running in the child, whatever the parent's was doing (no timer is
+   * inherited); its signal control is off; the child may profile itself. */
+  CHECK(!vmt_prof_is_running());
+  CHECK(vmt_prof_disable_signal_control() == 0);
+  CHECK(vmt_prof_set_walker(NULL, NULL, NULL) == 0);
+#if CHILD_MAY_ALLOCATE
+  CHECK(vmt_prof_start(NULL) == 0);
+  CHECK(vmt_prof_is_running());
+  CHECK(vmt_prof_stop() == 0);
+  vmt_prof_stats_t pst;
+  CHECK(vmt_prof_get_stats(&pst) == 0 && !pst.running && pst.threads_armed == 0);
+  CHECK(vmt_prof_clear() == 0);
+#endif
 
   /* Issue 15's process-wide state: the TLS key table, the hooks and the guard zones' handler
    * install are usable whatever a vanished thread was doing with them; the forking thread's
@@ -891,6 +904,61 @@ static void call_deadlocks_at_safepoint(int w) {
     vmt_mx_ids_free(ids);
 }
 
+/* The profiler: toggled, read while it runs, its outputs, its signal control. */
+static const vmt_prof_options_t prof_fast = {.flags = VMT_PROF_OPT_PERIOD,
+                                             .period_ns = VMT_PROF_PERIOD_MIN_NS};
+static void prof_on(void) { assert_int_equal(vmt_prof_start(&prof_fast), 0); }
+static void prof_off(void) {
+  assert_int_equal(vmt_prof_stop(), 0);
+  assert_int_equal(vmt_prof_clear(), 0);
+}
+static void call_prof_toggle(int w) {
+  (void)w;
+  if (vmt_prof_start(&prof_fast) == 0) vmt_prof_stop();
+}
+static void call_prof_is_running(int w) { (void)w, KEEP(vmt_prof_is_running()); }
+static void call_prof_clear(int w) { (void)w, KEEP(vmt_prof_clear()); }
+static void call_prof_cause_name(int w) {
+  (void)w;
+  KEEP(vmt_prof_lost_cause_name(VMT_PROF_LOST_UNSAFE));
+}
+static void call_prof_stats(int w) {
+  (void)w;
+  vmt_prof_stats_t st;
+  KEEP(vmt_prof_get_stats(&st));
+  vmt_prof_thread_stats_t ts;
+  KEEP(vmt_prof_get_thread_stats(vmt_thread_id(me), &ts));
+}
+static int prof_walker(vmt_thread_t *t, const void *uc, uintptr_t *frames, int32_t max,
+                       void *ctx) {
+  (void)t, (void)uc, (void)frames, (void)max, (void)ctx;
+  return 0;
+}
+static void call_prof_set_walker(int w) {
+  (void)w;
+  vmt_prof_set_walker(prof_walker, NULL, NULL);
+  vmt_prof_set_walker(NULL, NULL, NULL);
+}
+static void call_prof_collapsed(int w) { (void)w, vmt_prof_write_collapsed(devnull, 0); }
+static void call_prof_collapsed_string(int w) {
+  (void)w;
+  char *s;
+  size_t n;
+  if (vmt_prof_collapsed_to_string(VMT_PROF_OUT_THREADS, &s, &n) == 0) free(s);
+}
+static void call_prof_flamegraph(int w) { (void)w, vmt_prof_write_flamegraph(devnull, NULL, 0); }
+static void call_prof_table(int w) { (void)w, vmt_prof_write_table(devnull); }
+static void call_prof_control_toggle(int w) {
+  (void)w;
+  if (vmt_prof_enable_signal_control(SIGRTMIN + 10, "/dev/null/never") == 0)
+    vmt_prof_disable_signal_control();
+}
+/* A worker that burns CPU under a 1 ms profile: it runs the profiler's signal handler. */
+static void call_prof_handler(int w) {
+  (void)w;
+  spin_ns(1000 * 1000);
+}
+
 /* One row per public function (the same body may serve several: a pair such as create and
  * destroy is inside one or the other). */
 static const row_t rows[] = {
@@ -1053,6 +1121,23 @@ static const row_t rows[] = {
     {.fn = "vmt_thread_resume_all", .call = call_suspend_all, .workers = 2},
     /* Not a call: a thread inside the SIGQUIT handler (the dump is on for every row). */
     {.fn = "SIGQUIT handler", .call = call_sigquit_handler, .workers = 2, .fork_weight = 3},
+    /* vmthread/profiler.h */
+    {.fn = "vmt_prof_start", .call = call_prof_toggle, .workers = 2, .fork_weight = 2},
+    {.fn = "vmt_prof_stop", .call = call_prof_toggle, .workers = 2},
+    {.fn = "vmt_prof_is_running", .call = call_prof_is_running, .setup = prof_on, .teardown = prof_off},
+    {.fn = "vmt_prof_clear", .call = call_prof_clear},
+    {.fn = "vmt_prof_lost_cause_name", .call = call_prof_cause_name},
+    {.fn = "vmt_prof_get_stats", .call = call_prof_stats, .workers = 2, .setup = prof_on, .teardown = prof_off},
+    {.fn = "vmt_prof_get_thread_stats", .call = call_prof_stats, .workers = 2, .setup = prof_on, .teardown = prof_off},
+    {.fn = "vmt_prof_set_walker", .call = call_prof_set_walker, .workers = 2},
+    {.fn = "vmt_prof_write_collapsed", .call = call_prof_collapsed, .workers = 2, .setup = prof_on, .teardown = prof_off},
+    {.fn = "vmt_prof_collapsed_to_string", .call = call_prof_collapsed_string, .workers = 2, .setup = prof_on, .teardown = prof_off},
+    {.fn = "vmt_prof_write_flamegraph", .call = call_prof_flamegraph, .workers = 2, .setup = prof_on, .teardown = prof_off},
+    {.fn = "vmt_prof_write_table", .call = call_prof_table, .workers = 2, .setup = prof_on, .teardown = prof_off},
+    {.fn = "vmt_prof_enable_signal_control", .call = call_prof_control_toggle, .workers = 2},
+    {.fn = "vmt_prof_disable_signal_control", .call = call_prof_control_toggle, .workers = 2},
+    /* Not a call: threads inside the profiler's signal handler. */
+    {.fn = "profiler signal handler", .call = call_prof_handler, .workers = 2, .setup = prof_on, .teardown = prof_off, .fork_weight = 3},
 };
 #define ROW_COUNT (sizeof(rows) / sizeof(rows[0]))
 

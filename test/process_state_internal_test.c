@@ -163,6 +163,7 @@ static bool layer_block(const char *file, int *base, int *end) {
     const char *prefix;
     int rank;
   } layers[] = {
+      {"runtime/profiler/", VMT__RANK_PROFILER},
       {"runtime/management/", VMT__RANK_MANAGEMENT}, {"runtime/thread/", VMT__RANK_THREAD},
       {"runtime/sync/", VMT__RANK_SYNC},             {"runtime/vmservices/", VMT__RANK_VMSERVICES},
       {"runtime/registry/", VMT__RANK_REGISTRY},     {"os_linux/", VMT__RANK_PORT},

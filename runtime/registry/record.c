@@ -33,6 +33,15 @@
 _Thread_local vmt_thread_t *vmt__current __attribute__((tls_model("initial-exec")));
 __thread vmt_thread_fast_t *vmt_thread_fast VMT_TLS_INITIAL_EXEC;
 _Atomic uint32_t vmt__fork_generation;
+_Atomic bool vmt__prof_arming;
+void (*_Atomic vmt__prof_begin_hook)(vmt_thread_t *t);
+void (*_Atomic vmt__prof_end_hook)(vmt_thread_t *t);
+VMT__PROCESS_STATE(profiler_hooks,
+                   .symbols = "vmt__prof_arming vmt__prof_begin_hook vmt__prof_end_hook",
+                   .rule = VMT__FORK_RESET,
+                   .fork = "the hooks stay installed (they do nothing without a session); "
+                           "arming is turned off by the profiler's child handler "
+                           "(runtime/profiler/session.c): the child is not profiled");
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static vmt_thread_t *pool_free;

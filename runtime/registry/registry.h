@@ -13,6 +13,7 @@
  *                                       (struct vmt__thread_vms, below)
  *   runtime/thread/alloc.c              the allocated-bytes counter pointer
  *   the cold block (struct vmt__thread_cold): each field's owner is named there
+ *   runtime/profiler/                   prof (struct vmt__thread_prof, below)
  */
 #ifndef VMT_RUNTIME_REGISTRY_REGISTRY_H
 #define VMT_RUNTIME_REGISTRY_REGISTRY_H
@@ -142,6 +143,16 @@ struct vmt__thread_cold {
   _Atomic uint64_t blocker_class[(VMT_PARK_BLOCKER_CLASS_MAX + 1 + 7) / 8];
 };
 
+/* Per-thread state of the profiler (runtime/profiler/). All zero in a fresh record.
+ * `state` is the arming protocol (runtime/profiler/arm.c): IDLE (0), BUSY (one thread is
+ * creating or deleting the timer), ARMED. `slot` is the sample buffer the signal handler on
+ * this thread writes to; NULL: the handler takes no sample. */
+struct vmt__prof_slot;
+struct vmt__thread_prof {
+  _Atomic uint32_t state;
+  _Atomic(struct vmt__prof_slot *) slot;
+};
+
 /* Per-category figures (Eclipse OMR keeps these for GC/JIT/application threads). */
 typedef struct vmt__category {
   struct vmt__category *next;
@@ -179,6 +190,7 @@ struct vmt_thread {
   vmt_os_thread_t os;
   struct vmt__thread_sync sync;      /* sync package */
   struct vmt__thread_vms vms;        /* VM services package */
+  struct vmt__thread_prof prof;      /* profiler package */
   /* jemalloc's per-thread allocated-bytes counter, published by the owner at start, cleared
    * at exit. */
   _Atomic(const uint64_t *) allocatedp;
@@ -370,6 +382,29 @@ uint64_t vmt__registry_exit_seq(void);
  * sequence does not change. Short: a sweep of clocks, no allocation. */
 void vmt__registry_exits_hold(void);
 void vmt__registry_exits_release(void);
+
+/* ---- Profiler hooks (record.c holds them; runtime/profiler/ sets them) ------------------- *
+ * The profiler sits above the thread package, which therefore cannot call it: it installs
+ * these before it arms the first thread and never removes them. The life cycle calls the two
+ * inline checks, one predicted branch each when no profile runs. */
+extern _Atomic bool vmt__prof_arming;   /* a session arms threads as they start or attach */
+extern void (*_Atomic vmt__prof_begin_hook)(vmt_thread_t *t);
+extern void (*_Atomic vmt__prof_end_hook)(vmt_thread_t *t);
+
+/* A thread that starts or attaches, on itself, once it is current and its tid is published.
+ * seq_cst: pairs with the start of a session, which sets the flag, then walks the registry
+ * (the thread is in it) — one of the two arms the thread (runtime/profiler/arm.c). */
+static inline void vmt__prof_thread_begin(vmt_thread_t *t) {
+  if (__builtin_expect(atomic_load_explicit(&vmt__prof_arming, memory_order_seq_cst), 0))
+    atomic_load_explicit(&vmt__prof_begin_hook, memory_order_acquire)(t);
+}
+/* A thread that ends, on itself, after it marked itself exiting and before it leaves the
+ * registry: its timer is deleted here. seq_cst: pairs with an armer, which claims the state,
+ * then checks `exiting` (runtime/profiler/arm.c). */
+static inline void vmt__prof_thread_end(vmt_thread_t *t) {
+  if (__builtin_expect(atomic_load_explicit(&t->prof.state, memory_order_seq_cst) != 0, 0))
+    atomic_load_explicit(&vmt__prof_end_hook, memory_order_acquire)(t);
+}
 
 /* ---- Fork generation (record.c: incremented in every fork child; runtime/process.h) ----- */
 /* Incremented in every fork child. A record whose fork_generation differs describes a thread

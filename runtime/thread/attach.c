@@ -80,6 +80,7 @@ int vmt_thread_attach(const vmt_thread_options_t *options, vmt_thread_t **out) {
   /* Now, while the thread is ours to ask (stack.c); a failure leaves the bounds unknown
    * (vmt_thread_stack_info then answers -ESRCH for another thread, and retries for this one). */
   vmt__stack_bounds_ensure(t);
+  vmt__prof_thread_begin(t);
   vmt__registry_count(t);
   vmt__hooks_run(t, true);
   *out = t;

@@ -21,7 +21,9 @@
  *     total and the port record is marked exiting, inside an odd exit sequence (a reader of the
  *     category's whole CPU time sees the thread live or exited, never both nor neither), and
  *     the live, daemon and category counts drop. The microseconds of the exit path after that
- *     are counted nowhere.
+ *     are counted nowhere. A profiled thread then deletes its CPU timer (it reads `exiting`'s
+ *     mark, then its profiler state: runtime/profiler/arm.c), while it still holds its own
+ *     reference and its tid: no timer outlives its thread, and none ever names a recycled tid.
  *  2. Allocation counters folded into the exited total (alloc.c).
  *  3. `done` (release): the bookkeeping is complete; exit_event is set and the joiners that
  *     sleep on it (an interruptible or timed join, join.c) are woken. They then reap in
@@ -45,6 +47,7 @@ void vmt__thread_finish(vmt_thread_t *t, bool goes_on) {
   atomic_store_explicit(&t->state, VMT_THREAD_TERMINATED, memory_order_release);
   vmt__vms_thread_exit_end(t);
   vmt__registry_remove(t, true);
+  vmt__prof_thread_end(t);   /* the profiler's timer: after `exiting`, before the tid goes */
   vmt__alloc_thread_end(t);
   vmt__stack_guard_end(t);
   vmt__current_set(NULL);

@@ -33,6 +33,7 @@ static void *trampoline(void *arg) {
    * here only if we ran first, which costs a gettid. */
   if (vmt_os_thread_tid(&t->os) == 0) vmt_os_thread_bind_self(&t->os);
   vmt__registry_count(t);   /* if the parent has not yet: live before the body runs */
+  vmt__prof_thread_begin(t);
   vmt__alloc_thread_begin(t);
   pthread_cleanup_push(on_exit_path, t);
   /* Best effort, as in HotSpot: a thread runs fine under its inherited kernel name, and with
