@@ -14,9 +14,9 @@
  * on threads of 2.4 s and more. The thread's CPU time comes from the profiler's own reads of
  * the thread's clock at arm and disarm, cross-checked against the thread's own bare
  * clock_gettime around its work. ThreadSanitizer defers asynchronous signals to the thread's
- * next intercepted call and keeps one pending per signal number: the burners call
- * clock_gettime every few microseconds, so the deferral is short and the band holds there too
- * (a loop that never calls out would lose the overruns of the signals TSan drops).
+ * next intercepted call and keeps one pending per signal number, dropping the others with
+ * their overruns (seen: 284 ms sampled of 300 ms at 4 ms): under TSan the band is printed,
+ * not asserted.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -193,6 +193,7 @@ static void check_accuracy(int64_t period_ns) {
     /* The profiler's clock reads bracket the thread's own (it was armed before it woke). */
     assert_true(ts.cpu_ns >= b[i].own_cpu_ns - MS);
     assert_true(ts.cpu_ns <= b[i].own_cpu_ns + 5 * MS);
+    if (UNDER_TSAN) continue;
     for (int c = 0; c < VMT_PROF_LOST_COUNT; c++) assert_int_equal(ts.lost_samples[c], 0);
     if (sampled > ts.cpu_ns + MS || sampled < ts.cpu_ns - period_ns - TICK_NS - MS)
       fail_msg("period %lld ms: weight * period %lld ns outside (cpu - period - tick, cpu] of "
@@ -205,6 +206,9 @@ static void check_accuracy(int64_t period_ns) {
   }
   latch_destroy(&go);
   latch_destroy(&done);
+  if (UNDER_TSAN)
+    print_message("ThreadSanitizer keeps one deferred signal per number and drops the others' "
+                  "overruns: the band is not asserted under TSan\n");
 }
 
 static void test_accuracy_4ms(void **state) {

@@ -1,0 +1,179 @@
+/*
+ * test/profiler_internal_test.c: the profiler's failure paths and its arming protocol, with
+ * the fault seams and the record's prof state (a test of internals, hence the name).
+ *
+ * - timer_create failing (VMT__FAULT_TIMER): the start succeeds, every thread is counted in
+ *   arm_failures and none is armed; nothing is left behind.
+ * - allocation failing at the start: -ENOMEM, nothing left (not running, the signal's
+ *   disposition untouched).
+ * - a thread that ends while its arming is in progress (prof.state BUSY) waits for it, and
+ *   then deletes the timer itself: it cannot leave the registry with a timer.
+ * - no POSIX timer is left in the process (/proc/self/timers) after a run in which threads
+ *   started and ended, nor after a stop.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "runtime/fault.h"
+#include "runtime/profiler/profiler_impl.h"
+#include "test/cpu_burn.h"
+#include "test/thread_util.h"
+
+/* POSIX timers of this process ("ID: n" per timer; -1 if the kernel does not list them). */
+static int timers_in_process(void) {
+  FILE *f = fopen("/proc/self/timers", "r");
+  if (f == NULL) return -1;
+  char line[256];
+  int n = 0;
+  while (fgets(line, sizeof(line), f))
+    if (strncmp(line, "ID:", 3) == 0) n++;
+  fclose(f);
+  return n;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  vmt__fault_disarm_all();
+  vmt_prof_stop();
+  return 0;
+}
+
+static void test_timer_failure_arms_nothing(void **state) {
+  (void)state;
+  latch_t hold;
+  latch_init(&hold);
+  enum { N = 3 };
+  vmt_thread_t *t[N];
+  for (int i = 0; i < N; i++) assert_int_equal(vmt_thread_start(&t[i], wait_for_latch, &hold), 0);
+  vmt__fault_arm(VMT__FAULT_TIMER, 0, -1, EAGAIN);
+  assert_int_equal(vmt_prof_start(NULL), 0);
+  vmt_prof_stats_t st;
+  assert_int_equal(vmt_prof_get_stats(&st), 0);
+  assert_true(st.arm_failures >= N);
+  assert_int_equal(st.threads_armed, 0);
+  assert_int_equal(st.threads, 0);
+  assert_true(vmt__fault_injected(VMT__FAULT_TIMER) >= N);
+  vmt__fault_disarm_all();
+  for (int i = 0; i < N; i++)
+    assert_int_equal(atomic_load(&t[i]->prof.state), VMT__PROF_IDLE);
+  assert_int_equal(vmt_prof_stop(), 0);
+  if (timers_in_process() >= 0) assert_int_equal(timers_in_process(), 0);
+  latch_open(&hold);
+  for (int i = 0; i < N; i++) {
+    assert_int_equal(vmt_thread_join(t[i], NULL), 0);
+    vmt_thread_release(t[i]);
+  }
+  latch_destroy(&hold);
+  assert_int_equal(vmt_prof_clear(), 0);
+}
+
+static void test_alloc_failure_at_start(void **state) {
+  (void)state;
+  struct sigaction before, after;
+  assert_int_equal(sigaction(SIGRTMIN + 6, NULL, &before), 0);
+  vmt__fault_arm(VMT__FAULT_ALLOC, 0, 1, ENOMEM);
+  assert_int_equal(vmt_prof_start(NULL), -ENOMEM);
+  vmt__fault_disarm_all();
+  assert_false(vmt_prof_is_running());
+  assert_int_equal(sigaction(SIGRTMIN + 6, NULL, &after), 0);
+  assert_ptr_equal(after.sa_handler, before.sa_handler);
+  assert_int_equal(vmt_prof_write_table(stdout), -ENOENT);
+  /* And the next start works. */
+  assert_int_equal(vmt_prof_start(NULL), 0);
+  assert_int_equal(vmt_prof_stop(), 0);
+  assert_int_equal(vmt_prof_clear(), 0);
+}
+
+static void *end_at_once(void *arg) {
+  latch_wait((latch_t *)arg);
+  return NULL;
+}
+
+static void test_exit_waits_for_arming_in_progress(void **state) {
+  (void)state;
+  latch_t go;
+  latch_init(&go);
+  assert_int_equal(vmt_prof_start(NULL), 0);
+  vmt_thread_t *t;
+  assert_int_equal(vmt_thread_start(&t, end_at_once, &go), 0);
+  /* Armed by itself as it started: now pretend another party is between its claim and its
+   * timer (what vmt__prof_arm and vmt__prof_disarm hold the state BUSY for). */
+  while (atomic_load(&t->prof.state) != VMT__PROF_ARMED) usleep(100);
+  uint32_t armed = VMT__PROF_ARMED;
+  assert_true(atomic_compare_exchange_strong(&t->prof.state, &armed, VMT__PROF_BUSY));
+  latch_open(&go);
+  usleep(30 * 1000);
+  /* It has marked itself exiting but cannot leave the registry while the state is BUSY. */
+  assert_int_equal(atomic_load(&t->os.exiting), 1);
+  assert_int_equal(atomic_load(&t->done), 0);
+  assert_int_equal(atomic_load(&t->registry_state), VMT__REG_IN);
+  atomic_store(&t->prof.state, VMT__PROF_ARMED);   /* the "other party" is done */
+  assert_int_equal(vmt_thread_join(t, NULL), 0);
+  assert_int_equal(atomic_load(&t->prof.state), VMT__PROF_IDLE);
+  assert_null(atomic_load(&t->prof.slot));
+  if (timers_in_process() >= 0) assert_int_equal(timers_in_process(), 0);
+  assert_int_equal(vmt_prof_stop(), 0);
+  vmt_prof_thread_stats_t ts;
+  assert_int_equal(vmt_prof_get_thread_stats(vmt_thread_id(t), &ts), 0);
+  assert_true(ts.ended);
+  vmt_thread_release(t);
+  latch_destroy(&go);
+  assert_int_equal(vmt_prof_clear(), 0);
+}
+
+static void *short_burn(void *arg) {
+  (void)arg;
+  burn_cpu_ns(200 * 1000);
+  return NULL;
+}
+
+static void test_no_timer_left_behind(void **state) {
+  (void)state;
+  if (timers_in_process() < 0) {
+    print_message("/proc/self/timers is not there: nothing to count\n");
+    skip();
+  }
+  vmt_prof_options_t o = {.flags = VMT_PROF_OPT_PERIOD, .period_ns = VMT_PROF_PERIOD_MIN_NS};
+  assert_int_equal(vmt_prof_start(&o), 0);
+  latch_t hold;
+  latch_init(&hold);
+  vmt_thread_t *waiting;
+  assert_int_equal(vmt_thread_start(&waiting, wait_for_latch, &hold), 0);
+  for (int i = 0; i < 500; i++) {
+    vmt_thread_t *t;
+    assert_int_equal(vmt_thread_start(&t, short_burn, NULL), 0);
+    assert_int_equal(vmt_thread_join(t, NULL), 0);
+    vmt_thread_release(t);
+  }
+  /* The waiting thread's timer is the only one. */
+  while (atomic_load(&waiting->prof.state) != VMT__PROF_ARMED) usleep(100);
+  assert_int_equal(timers_in_process(), 1);
+  assert_int_equal(vmt_prof_stop(), 0);
+  assert_int_equal(timers_in_process(), 0);
+  latch_open(&hold);
+  assert_int_equal(vmt_thread_join(waiting, NULL), 0);
+  vmt_thread_release(waiting);
+  latch_destroy(&hold);
+  assert_int_equal(vmt_prof_clear(), 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_teardown(test_timer_failure_arms_nothing, teardown),
+      cmocka_unit_test_teardown(test_alloc_failure_at_start, teardown),
+      cmocka_unit_test_teardown(test_exit_waits_for_arming_in_progress, teardown),
+      cmocka_unit_test_teardown(test_no_timer_left_behind, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
