@@ -117,6 +117,11 @@ typedef struct vmt_prof_stats {
   int64_t start_arm_ns;                  /* how long the start's arming of them took */
   int64_t stacks;                        /* distinct (thread, stack) pairs */
   int64_t cpu_ns;                        /* sum of the threads' CPU time while armed */
+  /* Expirations the kernel had not signalled when a timer was deleted: floor(CPU while armed
+   * / period) less the weights recorded and lost, over the armings that ended. About one per
+   * arming on an idle CPU; more when a thread shared its CPU (the kernel checks CPU timers
+   * only at ticks that find the thread running). Never made into samples. */
+  int64_t unsignalled;
   const char *unwinder;                  /* "libunwind", "pc only", or "vm walker" */
 } vmt_prof_stats_t;
 /* Figures of the running or last profile (drained first). -EINVAL on NULL. */
@@ -134,6 +139,7 @@ typedef struct vmt_prof_thread_stats {
   /* The thread's CPU time from its arming to its disarming (stop or its end), read on its own
    * clock; a running profile counts only the armings that ended. -1 if a read failed. */
   int64_t cpu_ns;
+  int64_t unsignalled;                   /* as in vmt_prof_stats_t, for this thread */
   bool ended;                            /* the thread ended while profiled */
 } vmt_prof_thread_stats_t;
 /* The thread with id `id` (a profiled thread, live or ended): -ENOENT if not in the profile,

@@ -27,14 +27,14 @@
 
 static vmt__prof_slot_t *slot_new(const vmt__prof_config_t *cfg, vmt_thread_t *t) {
   if (vmt__fault_hit(VMT__FAULT_ALLOC)) return NULL;
-  vmt__prof_slot_t *slot = malloc(sizeof(*slot) + cfg->buffer_words * sizeof(uint64_t));
+  vmt__prof_slot_t *slot = calloc(1, sizeof(*slot));
   if (slot == NULL) return NULL;
-  /* The header only: the ring's words are written before they are read, and leaving them
-   * untouched keeps an idle thread's buffer out of memory (fresh pages stay unmapped). */
-  memset(slot, 0, sizeof(*slot));
+  /* The ring's words are written before they are read: never touched here, an idle thread's
+   * ring takes no memory (its fresh pages stay unmapped). */
+  slot->words = malloc(cfg->buffer_words * sizeof(uint64_t));
   slot->thread_name = strdup(t->name);
-  if (slot->thread_name == NULL) {
-    free(slot);
+  if (slot->words == NULL || slot->thread_name == NULL) {
+    vmt__prof_slot_free(slot);
     return NULL;
   }
   slot->thread_id = t->id;
@@ -46,6 +46,7 @@ static vmt__prof_slot_t *slot_new(const vmt__prof_config_t *cfg, vmt_thread_t *t
 
 void vmt__prof_slot_free(vmt__prof_slot_t *slot) {
   if (slot == NULL) return;
+  free(slot->words);
   free(slot->thread_name);
   free(slot);
 }

@@ -61,6 +61,7 @@ typedef struct vmt__prof_slot {
   _Atomic uint64_t tail;                            /* words consumed (release) */
   _Atomic uint32_t queued;                          /* on the ready list */
   struct vmt__prof_thread *entry;                   /* the profile's thread (drainer) */
+  int64_t drained_weight;                           /* weights drained from this slot */
   int64_t lost_seen[VMT_PROF_LOST_COUNT];           /* lost counts already in the profile */
   int64_t lost_weight_seen[VMT_PROF_LOST_COUNT];
   /* Fixed when armed; the disarmer writes the end. */
@@ -73,7 +74,9 @@ typedef struct vmt__prof_slot {
   bool ended;                                       /* disarmed by its thread's end */
   struct vmt__prof_slot *list_next;                 /* retired / disarmed lists */
   uint64_t mask;                                    /* words - 1 (a power of two) */
-  uint64_t words[];
+  /* The ring, allocated apart from the header: a start arms thousands of threads, whose
+   * headers share pages while their rings stay untouched (unmapped) until a first sample. */
+  uint64_t *words;
 } vmt__prof_slot_t;
 
 /* What the handler reads of a session: set before any timer exists, immutable while it runs. */
@@ -169,6 +172,7 @@ typedef struct vmt__prof_thread {
   int64_t lost_weight[VMT_PROF_LOST_COUNT];
   int64_t cpu_ns;          /* its CPU time while armed, over the armings that ended */
   bool cpu_unknown;        /* a clock read failed: cpu_ns is not the whole */
+  int64_t unsignalled;     /* expirations no signal told of before the timer went */
   bool ended;
   uint32_t armings;        /* a thread armed again after a stop is the same entry */
   struct vmt__prof_thread *next;   /* in arming order */
@@ -195,6 +199,7 @@ struct vmt__prof_profile {
   int64_t samples, weight;
   int64_t lost[VMT_PROF_LOST_COUNT];
   int64_t lost_weight[VMT_PROF_LOST_COUNT];
+  int64_t unsignalled;                 /* the threads' unsignalled expirations, summed */
   bool oom;                            /* a merge found no memory: samples were dropped */
   struct vmt__prof_names *names;       /* symbols.c's cache, built by the first output */
 };

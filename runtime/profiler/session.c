@@ -253,6 +253,7 @@ int vmt_prof_get_stats(vmt_prof_stats_t *out) {
   out->threads_at_start = vmt__prof.threads_at_start;
   out->start_arm_ns = vmt__prof.start_arm_ns;
   out->stacks = (int64_t)p->stack_count;
+  out->unsignalled = p->unsignalled;
   for (vmt__prof_thread_t *th = p->threads; th; th = th->next) out->cpu_ns += th->cpu_ns;
   out->unwinder = p->unwinder;
   vmt__prof_output_end(p);
@@ -280,6 +281,7 @@ int vmt_prof_get_thread_stats(int64_t id, vmt_prof_thread_stats_t *out) {
       out->lost_weight[c] = th->lost_weight[c];
     }
     out->cpu_ns = th->cpu_unknown ? -1 : th->cpu_ns;
+    out->unsignalled = th->unsignalled;
     out->ended = th->ended;
   }
   vmt__prof_output_end(p);

@@ -49,6 +49,8 @@ static int write_table(FILE *out, vmt__prof_profile_t *p) {
   for (int c = 0; c < VMT_PROF_LOST_COUNT; c++)
     fprintf(out, " %s %" PRId64 " (%" PRId64 ")", vmt_prof_lost_cause_name((vmt_prof_lost_cause_t)c),
             p->lost[c], p->lost_weight[c]);
+  fprintf(out, "\nexpirations never signalled before their timer was deleted: %" PRId64
+               " (%.3f ms)", p->unsignalled, (double)(p->unsignalled * period) / 1e6);
   fprintf(out, "\nthreads profiled %zu; armed at start %" PRId32 " in %.3f ms; arm failures %" PRId64
                "\n\n",
           p->thread_count, vmt__prof.threads_at_start, (double)vmt__prof.start_arm_ns / 1e6,
