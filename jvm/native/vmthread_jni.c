@@ -633,6 +633,35 @@ NATIVE(jstring, threadDumpJson)(JNIEnv *env, jclass cls) {
   return dump_out(env, vmt_mx_thread_dump_json_to_string, "vmt_mx_thread_dump_json_to_string");
 }
 
+/* The profiler: start with a period (0: the default), stop returning the collapsed stacks. */
+NATIVE(void, profilerStart)(JNIEnv *env, jclass cls, jlong period_ns) {
+  (void)cls;
+  vmt_prof_options_t o = {.flags = period_ns ? VMT_PROF_OPT_PERIOD : 0u, .period_ns = period_ns};
+  int rc = vmt_prof_start(&o);
+  if (rc < 0) throw_rc(env, rc, "vmt_prof_start");
+}
+
+static int collapsed_by_thread(char **out, size_t *len) {
+  return vmt_prof_collapsed_to_string(VMT_PROF_OUT_THREADS, out, len);
+}
+
+/* Never started (or cleared): the profile is empty. */
+static int empty_if_none(char **out, size_t *len) {
+  int rc = collapsed_by_thread(out, len);
+  if (rc == -ENOENT && (*out = calloc(1, 1)) != NULL) rc = 0;
+  return rc;
+}
+
+NATIVE(jstring, profilerStop)(JNIEnv *env, jclass cls) {
+  (void)cls;
+  int rc = vmt_prof_stop();
+  if (rc < 0) {
+    throw_rc(env, rc, "vmt_prof_stop");
+    return NULL;
+  }
+  return dump_out(env, empty_if_none, "vmt_prof_collapsed_to_string");
+}
+
 /* The file of another copy of the runtime that has threads ("" for the main program), or
  * null when this one is the only one in use. */
 NATIVE(jstring, otherRuntime)(JNIEnv *env, jclass cls) {

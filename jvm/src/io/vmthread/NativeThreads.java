@@ -73,6 +73,8 @@ final class NativeThreads {
 
   static native String threadDump();
   static native String threadDumpJson();
+  static native void profilerStart(long periodNanos);
+  static native String profilerStop();
   static native String threadCategory(long id);
   /** {String[] names, long[] figures}: per category live, started, CPU ns, exited CPU ns
    *  (vmt_mx_get_category_usage). */

@@ -85,6 +85,27 @@ public interface VmThreadMXBean extends com.sun.management.ThreadMXBean {
   String dumpThreadsJson();
 
   /**
+   * Starts the runtime's CPU-time profiler ({@code vmt_prof_start}): every runtime thread is
+   * sampled once per {@code periodNanos} of its own CPU time (docs/profiler.md). An operation.
+   *
+   * @param periodNanos CPU time between two samples of one thread, 1 ms to 1 s (0: the
+   *     default, 10 ms)
+   * @throws IllegalArgumentException if the period is out of range
+   * @throws IllegalStateException if the profiler runs already, or its signal is taken
+   */
+  void startProfiler(long periodNanos);
+
+  /**
+   * Stops the profiler ({@code vmt_prof_stop}) and returns its profile as collapsed stacks
+   * ({@code vmt_prof_collapsed_to_string}, a root frame per thread): one line per stack, "frame;
+   * frame;frame weight", root first, weight in samples of one period. The text that
+   * flamegraph.pl, speedscope and the Firefox profiler read.
+   *
+   * @return the collapsed stacks ("" if nothing was sampled, or it never ran)
+   */
+  String stopProfiler();
+
+  /**
    * The version of the native library actually loaded ("0.1.0"). An attribute: it costs one
    * call returning a constant string.
    *

@@ -415,6 +415,18 @@ final class VmThreadMXBeanImpl implements VmThreadMXBean {
   }
 
   @Override
+  public void startProfiler(long periodNanos) {
+    check();
+    NativeThreads.profilerStart(periodNanos);
+  }
+
+  @Override
+  public String stopProfiler() {
+    check();
+    return NativeThreads.profilerStop();
+  }
+
+  @Override
   public String getLibraryVersion() {
     return NativeThreads.version();
   }

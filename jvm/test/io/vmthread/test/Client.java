@@ -153,6 +153,9 @@ public final class Client {
     long[] ids = (long[]) conn.getAttribute(name, "AllThreadIds");
     int infos = 0;
     for (MBeanOperationInfo op : info.getOperations()) {
+      if (op.getName().endsWith("Profiler")) {
+        continue;   // a pair, in its order: below
+      }
       MBeanParameterInfo[] sig = op.getSignature();
       Object[] args = new Object[sig.length];
       String[] types = new String[sig.length];
@@ -191,6 +194,11 @@ public final class Client {
           + (n > 0 ? n + " ThreadInfo.from" : String.valueOf(shortly(result))));
     }
     Check.that(infos > 0, "ThreadInfo.from on every element: " + infos + " ThreadInfos");
+    // The profiler over the connector: started with the default period, stopped with its
+    // collapsed stacks (whatever the host's threads did meanwhile; possibly nothing).
+    conn.invoke(name, "startProfiler", new Object[] {0L}, new String[] {"long"});
+    Object collapsed = conn.invoke(name, "stopProfiler", new Object[0], new String[0]);
+    Check.that(collapsed instanceof String, "invoke startProfiler(0), stopProfiler() -> text");
   }
 
   private static Object argument(String type, long owner, long[] ids) {

@@ -2,8 +2,9 @@
  * JmxTest: the runtime's threads as any JMX client sees them. The bean is registered in the
  * platform MBean server and read only through MBeanServer.getAttribute / invoke by name (and
  * through a standard ThreadMXBean proxy), then compared with what the C side reports through
- * TestNatives, before, while and after five runtime threads run. (A second JVM reads the bean
- * over an RMI connector, as jconsole or VisualVM would: Host and Client.)
+ * TestNatives, before, while and after five runtime threads run; then the profiler's start
+ * and stop operations on two burning threads. (A second JVM reads the bean over an RMI
+ * connector, as jconsole or VisualVM would: Host and Client.)
  */
 package io.vmthread.test;
 
@@ -43,6 +44,9 @@ final class JmxTest {
     Check.that(Arrays.binarySearch(ops, "dumpThreads") >= 0
         && Arrays.binarySearch(ops, "dumpThreadsJson") >= 0,
         "dumpThreads and dumpThreadsJson are operations");
+    Check.that(Arrays.binarySearch(ops, "startProfiler") >= 0
+        && Arrays.binarySearch(ops, "stopProfiler") >= 0,
+        "startProfiler and stopProfiler are operations");
 
     int count0 = (Integer) server.getAttribute(name, "ThreadCount");
     long started0 = (Long) server.getAttribute(name, "TotalStartedThreadCount");
@@ -180,8 +184,37 @@ final class JmxTest {
     Check.equal(TestNatives.peakThreadCount(), server.getAttribute(name, "PeakThreadCount"),
         "PeakThreadCount = C peak after reset");
 
+    profiler(server, name);
+
     VmThreadManagement.unregister();
     Check.that(!server.isRegistered(name), "unregister removes the bean");
+  }
+
+  /* The profiler through the bean's two operations: two runtime threads burn CPU while it
+   * runs, and the collapsed text names them, one root frame per thread. */
+  private static void profiler(MBeanServer server, ObjectName name) throws Exception {
+    Check.throwsA(javax.management.RuntimeMBeanException.class, () -> server.invoke(name,
+        "startProfiler", new Object[] {1L}, new String[] {"long"}),
+        "startProfiler(1 ns) is refused (IllegalArgumentException)");
+    server.invoke(name, "startProfiler", new Object[] {4_000_000L}, new String[] {"long"});
+    long burners = TestNatives.startWorkers(2, "prof", false, 200_000_000L, 0);
+    try {
+      long[] ids = TestNatives.workerIds(burners);
+      Check.that(Check.eventually(() -> TestNatives.workerCpuTime(burners, 0) >= 200_000_000L
+          && TestNatives.workerCpuTime(burners, 1) >= 200_000_000L), "the prof workers burned");
+      String collapsed = (String) server.invoke(name, "stopProfiler", new Object[0],
+          new String[0]);
+      Check.that(collapsed.contains("prof-worker-0 [" + ids[0] + "];")
+          && collapsed.contains("prof-worker-1 [" + ids[1] + "];"),
+          "stopProfiler: the collapsed stacks have a root frame per profiled thread");
+      boolean wellFormed = !collapsed.isEmpty();
+      for (String line : collapsed.split("\n")) {
+        wellFormed &= line.matches(".+;.+ [1-9][0-9]*");
+      }
+      Check.that(wellFormed, "stopProfiler: every line is \"frame;...;frame weight\"");
+    } finally {
+      Check.equal(2, TestNatives.stopWorkers(burners), "the 2 prof threads joined");
+    }
   }
 
   private static Thread.State threadState(MBeanServer server, ObjectName name, long id) {
