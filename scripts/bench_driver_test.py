@@ -61,6 +61,13 @@ class Tables(unittest.TestCase):
                               ("wake.timed", "overshoot_p50_us", "<=", 20),
                               ("wake.timed", "overshoot_p99_us", "<=", 100)}, values)
 
+        for variant, limit in (("accuracy_4ms", 1), ("accuracy_10ms", 1), ("accuracy_20ms", 1),
+                               ("overhead_10ms", 100.5), ("overhead_4ms", 101),
+                               ("arm_10000", 50)):
+            self.assertIn(("profiler", variant, "<", limit),
+                          {(ref[0], ref[1], op, limit) for _, ref, op, limit, _ in
+                           d.HEADLINE_VALUES})
+
     def test_value_specs_are_well_formed(self):
         for label, ref, op, limit, source in d.HEADLINE_VALUES:
             self.assertIn(len(ref), (3, 4), label)
