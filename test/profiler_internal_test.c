@@ -113,12 +113,18 @@ static void test_exit_waits_for_arming_in_progress(void **state) {
   uint32_t armed = VMT__PROF_ARMED;
   assert_true(atomic_compare_exchange_strong(&t->prof.state, &armed, VMT__PROF_BUSY));
   latch_open(&go);
-  usleep(30 * 1000);
-  /* It has marked itself exiting but cannot leave the registry while the state is BUSY. */
-  assert_int_equal(atomic_load(&t->os.exiting), 1);
-  assert_int_equal(atomic_load(&t->done), 0);
-  assert_int_equal(atomic_load(&t->registry_state), VMT__REG_IN);
+  /* It marks itself exiting (a liveness bound, not a timing: 30 s), then cannot leave the
+   * registry while the state is BUSY: 20 ms later it is still in it. The state is given back
+   * before anything is asserted, so that a failure cannot leave the stop waiting for it. */
+  for (int i = 0; i < 30000 && atomic_load(&t->os.exiting) == 0; i++) usleep(1000);
+  int exiting = atomic_load(&t->os.exiting);
+  usleep(20 * 1000);
+  uint32_t done = atomic_load(&t->done);
+  int registry_state = atomic_load(&t->registry_state);
   atomic_store(&t->prof.state, VMT__PROF_ARMED);   /* the "other party" is done */
+  assert_int_equal(exiting, 1);
+  assert_int_equal(done, 0);
+  assert_int_equal(registry_state, VMT__REG_IN);
   assert_int_equal(vmt_thread_join(t, NULL), 0);
   assert_int_equal(atomic_load(&t->prof.state), VMT__PROF_IDLE);
   assert_null(atomic_load(&t->prof.slot));

@@ -36,11 +36,13 @@ static int ctl_runs;                   /* the control thread's */
 
 static void close_pipe(void);
 
-/* Fork: off in the child, as the SIGQUIT dump is (management/sigquit.c). */
-static void ctl_fork_prepare(void) { pthread_mutex_lock(&ctl_lock); }
-static void ctl_fork_parent(void) { pthread_mutex_unlock(&ctl_lock); }
+/* Fork: off in the child, as the SIGQUIT dump is (management/sigquit.c). No lock is held across
+ * fork (session.c says why): the child undoes the control in whatever state it finds it; an
+ * enable cut short leaves at most an inert handler (the descriptor it writes to is cleared),
+ * which a later enable takes for its own. */
 static void ctl_fork_child(void) {
   pthread_mutex_init(&ctl_lock, NULL);
+  atomic_store(&ctl_write_fd, -1);
   if (ctl_enabled) {
     sigaction(ctl_signo, &ctl_previous, NULL);
     atomic_store(&ctl_write_fd, -1);
@@ -58,10 +60,9 @@ VMT__PROCESS_STATE(profiler_control,
                               "ctl_prefix ctl_write_fd ctl_in_handler ctl_stop ctl_runs",
                    .rule = VMT__FORK_DROP,
                    .fork = "off in the child: the disposition found at enable is back, the "
-                           "parent's pipe closed, the control thread forgotten; the child may "
-                           "enable it again",
-                   .rank = VMT__RANK_PROFILER + 20, .prepare = ctl_fork_prepare,
-                   .parent = ctl_fork_parent, .child = ctl_fork_child);
+                           "parent's pipe closed, the control thread forgotten, the lock "
+                           "re-initialised; the child may enable it again",
+                   .rank = VMT__RANK_PROFILER + 20, .child = ctl_fork_child);
 
 static void ctl_handler(int sig, siginfo_t *info, void *context) {
   (void)sig, (void)info, (void)context;
@@ -142,7 +143,8 @@ int vmt_prof_enable_signal_control(int sig, const char *prefix) {
   bool function = (seen.sa_flags & SA_SIGINFO) ? seen.sa_sigaction != NULL
                                                : seen.sa_handler != SIG_DFL &&
                                                      seen.sa_handler != SIG_IGN;
-  if (function) {
+  /* Ours is no host's: one a fork left inert (ctl_fork_child). */
+  if (function && !((seen.sa_flags & SA_SIGINFO) && seen.sa_sigaction == ctl_handler)) {
     rc = -EBUSY;
     goto out;
   }

@@ -35,14 +35,37 @@ _Atomic int32_t vmt__prof_in_handler;
 static int installed_signo;              /* under vmt__prof.lock, like the two below */
 static struct sigaction previous;
 static bool installed;
+static _Atomic int fork_signo;           /* the installed signal, for the fork handlers */
+static sigset_t fork_saved_mask;         /* the forking thread's, around fork */
+static bool fork_masked;
+
+/* The forking thread takes no sample while the atfork handlers run: it holds every lock they
+ * take (jemalloc's arenas among them), and a walk then is where an unwinder that allocated
+ * would deadlock (ThreadSanitizer saw libunwind's lock taken there, its 65th). A signal that
+ * came meanwhile is delivered when the parent's mask is back; none is pending in the child. */
+static void signal_fork_prepare(void) {
+  fork_masked = false;
+  int signo = atomic_load(&fork_signo);
+  if (signo == 0) return;
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, signo);
+  fork_masked = pthread_sigmask(SIG_BLOCK, &s, &fork_saved_mask) == 0;
+}
+static void signal_fork_restore(void) {
+  if (fork_masked) pthread_sigmask(SIG_SETMASK, &fork_saved_mask, NULL);
+}
 VMT__PROCESS_STATE(profiler_signal,
                    .symbols = "vmt__prof_handler_cfg vmt__prof_in_handler installed_signo "
-                              "previous installed",
+                              "previous installed fork_signo fork_saved_mask fork_masked",
                    .rule = VMT__FORK_RESET,
-                   .fork = "the disposition is inherited and stays ours (harmless: no timer "
+                   .fork = "the sampling signal is blocked in the forking thread around fork; "
+                           "the disposition is inherited and stays ours (harmless: no timer "
                            "is); the session's configuration is withdrawn and the count of "
                            "handlers in vanished threads zeroed by the profiler's child "
-                           "handler (session.c)");
+                           "handler (session.c)",
+                   .rank = VMT__RANK_PROFILER + 5, .prepare = signal_fork_prepare,
+                   .parent = signal_fork_restore, .child = signal_fork_restore);
 
 static void lose(vmt__prof_slot_t *slot, vmt_prof_lost_cause_t cause, int64_t weight) {
   if (slot) {
@@ -187,6 +210,7 @@ int vmt__prof_handler_install(int signo) {
   }
   installed_signo = signo;
   installed = true;
+  atomic_store(&fork_signo, signo);
   return 0;
 }
 
@@ -203,4 +227,5 @@ void vmt__prof_handler_uninstall(void) {
     sigaction(installed_signo, &previous, NULL);
   }
   installed = false;
+  atomic_store(&fork_signo, 0);
 }

@@ -99,11 +99,16 @@ typedef struct vmt__prof_state {
   pthread_mutex_t lock;
   bool running;
   vmt__prof_config_t cfg;
-  vmt_prof_walker_fn walker;                   /* what the next start takes */
-  vmt_prof_symbolizer_fn symbolizer;
-  void *walker_ctx;
+  /* What the next start takes: the VM's walker, written to the unpublished one of two entries
+   * and published by index, so that a fork child always finds a whole one. */
+  struct vmt__prof_walker {
+    vmt_prof_walker_fn walker;
+    vmt_prof_symbolizer_fn symbolizer;
+    void *ctx;
+  } walkers[2];
+  _Atomic int walker_index;
   vmt__prof_profile_t *profile;                /* the running or last profile, or NULL */
-  vmt__prof_profile_t *inherited;              /* a parent's, in a fork child: freed later */
+  vmt__prof_profile_t *inherited;              /* a fork parent's, in the child: never freed */
   _Atomic(vmt__prof_slot_t *) ready;           /* slots with new samples */
   _Atomic(vmt__prof_slot_t *) retired;         /* slots of threads that ended */
   _Atomic uint32_t wake;                       /* the drainer's futex word */

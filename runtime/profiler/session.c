@@ -17,8 +17,8 @@
  * Fork (docs/design.md, "fork"; rows in runtime/process.h): timers are not inherited (POSIX),
  * the drainer is not there, and the slots belong to threads that do not exist in the child.
  * The child is not profiled unless it asks: the child handler resets the state to "not
- * running", keeps the parent's profile aside to be freed by the child's next start or clear
- * (it must not free), and clears the forking thread's arming. The disposition stays ours in
+ * running", sets the parent's profile aside for good (memory the fork copied, never freed),
+ * and clears the forking thread's arming. The disposition stays ours in
  * the child: harmless without timers, and the next start keeps it.
  */
 #include <errno.h>
@@ -76,8 +76,6 @@ static int resolve(const vmt_prof_options_t *o, vmt__prof_config_t *cfg) {
 static void free_profiles(void) {
   vmt__prof_profile_free(vmt__prof.profile);
   vmt__prof.profile = NULL;
-  vmt__prof_profile_free(vmt__prof.inherited);
-  vmt__prof.inherited = NULL;
 }
 
 static void reset_counters(void) {
@@ -109,9 +107,10 @@ int vmt_prof_start(const vmt_prof_options_t *options) {
     pthread_mutex_unlock(&vmt__prof.lock);
     return -EALREADY;
   }
-  cfg.walker = vmt__prof.walker;
-  cfg.symbolizer = vmt__prof.symbolizer;
-  cfg.walker_ctx = vmt__prof.walker_ctx;
+  const struct vmt__prof_walker *w = &vmt__prof.walkers[atomic_load(&vmt__prof.walker_index)];
+  cfg.walker = w->walker;
+  cfg.symbolizer = w->symbolizer;
+  cfg.walker_ctx = w->ctx;
   free_profiles();
   reset_counters();
   vmt__prof_profile_t *profile = vmt__prof_profile_new(&cfg);
@@ -207,9 +206,10 @@ int vmt_prof_set_walker(vmt_prof_walker_fn walker, vmt_prof_symbolizer_fn symbol
   pthread_mutex_lock(&vmt__prof.lock);
   int rc = vmt__prof.running ? -EBUSY : 0;
   if (rc == 0) {
-    vmt__prof.walker = walker;
-    vmt__prof.symbolizer = walker ? symbolizer : NULL;
-    vmt__prof.walker_ctx = walker ? ctx : NULL;
+    int next = 1 - atomic_load(&vmt__prof.walker_index);
+    vmt__prof.walkers[next] = (struct vmt__prof_walker){
+        .walker = walker, .symbolizer = walker ? symbolizer : NULL, .ctx = walker ? ctx : NULL};
+    atomic_store(&vmt__prof.walker_index, next);
   }
   pthread_mutex_unlock(&vmt__prof.lock);
   return rc;
@@ -289,32 +289,27 @@ int vmt_prof_get_thread_stats(int64_t id, vmt_prof_thread_stats_t *out) {
 }
 
 /* ---- Fork ------------------------------------------------------------------------------- */
-/* The drainer merges under the profile's lock: the child must not inherit it held. */
-static void fork_prepare(void) {
-  pthread_mutex_lock(&vmt__prof.lock);
-  if (vmt__prof.profile) pthread_mutex_lock(&vmt__prof.profile->lock);
-}
-
-static void fork_parent(void) {
-  if (vmt__prof.profile) pthread_mutex_unlock(&vmt__prof.profile->lock);
-  pthread_mutex_unlock(&vmt__prof.lock);
-}
-
+/* No lock is held across fork: ThreadSanitizer's deadlock detector allows a thread 64 locks at
+ * once, which the other atfork handlers (jemalloc's arenas, the runtime's) come to; with this
+ * one and the control's held too, fork_calls_linux_test failed under TSan
+ * ("n_all_locks_ < 64", in jemalloc's prepare). So the child handler assumes nothing a start,
+ * stop or clear of a vanished thread may have left half done: the lock is re-initialised, the
+ * profile set aside for good (never freed: it may be one a start was freeing), everything else
+ * reset; the walker is published whole (walker_index). */
 static void fork_child(void) {
   vmt_thread_t *survivor = vmt__current;
   /* Only async-signal-safe work: no free (the parent's memory is kept aside instead). */
   pthread_mutex_init(&vmt__prof.lock, NULL);
-  if (vmt__prof.profile) pthread_mutex_init(&vmt__prof.profile->lock, NULL);
   atomic_store(&vmt__prof_arming, false);
   atomic_store(&vmt__prof_handler_cfg, NULL);
   atomic_store(&vmt__prof_in_handler, 0);
-  if (vmt__prof.running) {
-    /* The parent's session, caught mid-run: its slots belong to threads that are not here, its
-     * timers do not exist here. What it aggregated so far is forgotten, not freed. */
-    vmt__prof.inherited = vmt__prof.profile;
-    vmt__prof.profile = NULL;
-    vmt__prof.running = false;
-  }
+  /* The parent's profile: its slots belong to threads that are not here, its timers do not
+   * exist here, the drainer may have held its lock, a start may have been freeing it. It is
+   * forgotten, never freed (memory the fork copied; the pointer keeps it reachable for leak
+   * checkers). */
+  vmt__prof.inherited = vmt__prof.profile;
+  vmt__prof.profile = NULL;
+  vmt__prof.running = false;
   atomic_store(&vmt__prof.ready, NULL);
   atomic_store(&vmt__prof.retired, NULL);
   atomic_store(&vmt__prof.wake, 0);
@@ -329,8 +324,7 @@ static void fork_child(void) {
 VMT__PROCESS_STATE(profiler,
                    .symbols = "vmt__prof", .rule = VMT__FORK_DROP,
                    .fork = "not running in the child: no timer is inherited (POSIX) and the "
-                           "drainer is not there; the parent's profile is kept aside, freed by "
-                           "the child's next start or clear; the forking thread is disarmed; "
-                           "the child may start its own",
-                   .rank = VMT__RANK_PROFILER + 10, .prepare = fork_prepare,
-                   .parent = fork_parent, .child = fork_child);
+                           "drainer is not there; the lock re-initialised, the parent's profile "
+                           "set aside and never freed, the forking thread disarmed; the walker "
+                           "kept; the child may start its own",
+                   .rank = VMT__RANK_PROFILER + 10, .child = fork_child);
