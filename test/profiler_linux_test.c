@@ -508,6 +508,8 @@ static void test_native_stacks_and_outputs(void **state) {
   print_message("unwinder %s, %lld samples, %lld stacks\n", st.unwinder, (long long)st.samples,
                 (long long)st.stacks);
   assert_true(st.samples > 0);
+  assert_true(st.handler_ns > 0);        /* its own cost is measured */
+  assert_true(st.drainer_cpu_ns > 0);
   char *text;
   size_t len;
   uint32_t flags = VMT_PROF_OUT_CATEGORIES | VMT_PROF_OUT_THREADS;

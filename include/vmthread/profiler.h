@@ -122,6 +122,11 @@ typedef struct vmt_prof_stats {
    * arming on an idle CPU; more when a thread shared its CPU (the kernel checks CPU timers
    * only at ticks that find the thread running). Never made into samples. */
   int64_t unsignalled;
+  /* The profiler's own cost: the time its signal handlers took (CLOCK_MONOTONIC around each,
+   * so a handler preempted counts its wait), and the drainer thread's CPU time (once the
+   * profile stopped; 0 while it runs). The kernel's delivery of each signal is in neither. */
+  int64_t handler_ns;
+  int64_t drainer_cpu_ns;
   const char *unwinder;                  /* "libunwind", "pc only", or "vm walker" */
 } vmt_prof_stats_t;
 /* Figures of the running or last profile (drained first). -EINVAL on NULL. */

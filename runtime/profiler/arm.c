@@ -135,12 +135,12 @@ void vmt__prof_disarm(vmt_thread_t *t, bool self, vmt__prof_slot_t **disarmed) {
   atomic_store_explicit(&t->prof.state, VMT__PROF_IDLE, memory_order_seq_cst);
 }
 
-int32_t vmt__prof_arm_all(void) {
+int32_t vmt__prof_arm_all(bool from_the_end) {
   const vmt__snapshot_t *snap = vmt__registry_acquire();
   if (snap == NULL) return 0;
   int32_t armed = 0;
-  for (size_t i = 0; i < snap->count; i++) {
-    vmt_thread_t *t = snap->threads[i];
+  for (size_t k = 0; k < snap->count; k++) {
+    vmt_thread_t *t = snap->threads[from_the_end ? snap->count - 1 - k : k];
     if (atomic_load_explicit(&t->registry_state, memory_order_acquire) != VMT__REG_IN) continue;
     if (vmt__prof_arm(t) == 1) armed++;
   }

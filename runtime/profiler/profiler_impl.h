@@ -56,12 +56,14 @@ typedef struct vmt__prof_slot {
   _Atomic uint64_t head;                            /* words written (release) */
   _Atomic int64_t lost[VMT_PROF_LOST_COUNT];
   _Atomic int64_t lost_weight[VMT_PROF_LOST_COUNT];
+  _Atomic int64_t handler_ns;                       /* time its handlers took (monotonic) */
   struct vmt__prof_slot *ready_next;                /* written before the push */
   /* The consumer's. */
   _Atomic uint64_t tail;                            /* words consumed (release) */
   _Atomic uint32_t queued;                          /* on the ready list */
   struct vmt__prof_thread *entry;                   /* the profile's thread (drainer) */
   int64_t drained_weight;                           /* weights drained from this slot */
+  int64_t handler_ns_seen;                          /* handler time already in the profile */
   int64_t lost_seen[VMT_PROF_LOST_COUNT];           /* lost counts already in the profile */
   int64_t lost_weight_seen[VMT_PROF_LOST_COUNT];
   /* Fixed when armed; the disarmer writes the end. */
@@ -114,6 +116,8 @@ typedef struct vmt__prof_state {
   _Atomic uint32_t wake;                       /* the drainer's futex word */
   _Atomic bool stopping;
   _Atomic bool rescan;                         /* the drainer arms what the start missed */
+  _Atomic uint32_t helping;                    /* 1: the drainer arms from the end (futex) */
+  _Atomic uint32_t drainer_active;             /* 1 during a profile; 0: parked (futex) */
   vmt_thread_t *drainer;
   _Atomic int64_t threads_ever;
   _Atomic int64_t arm_failures;
@@ -121,6 +125,7 @@ typedef struct vmt__prof_state {
   _Atomic int64_t lost_unattributed[VMT_PROF_LOST_COUNT];  /* no slot to count them in */
   _Atomic int64_t lost_unattributed_weight[VMT_PROF_LOST_COUNT];
   int32_t threads_at_start;
+  int32_t threads_helped;                      /* of those, armed by the drainer */
   int64_t start_arm_ns;
 } vmt__prof_state_t;
 
@@ -142,8 +147,10 @@ int vmt__prof_arm(vmt_thread_t *t);
  * the calling thread, ending. The slot goes to *disarmed (stop) or, when disarmed is NULL,
  * to the retired list. */
 void vmt__prof_disarm(vmt_thread_t *t, bool self, vmt__prof_slot_t **disarmed);
-/* Arms every live thread of the registry; returns how many were armed by this call. */
-int32_t vmt__prof_arm_all(void);
+/* Arms every live thread of the registry, from its first or its last; returns how many this
+ * call armed (two callers from both ends share the work: arm.c's claim makes each thread
+ * one's). */
+int32_t vmt__prof_arm_all(bool from_the_end);
 void vmt__prof_slot_free(vmt__prof_slot_t *slot);
 /* The life-cycle hooks (installed in registry.h's pointers). */
 void vmt__prof_thread_begin_hook(vmt_thread_t *t);
@@ -160,9 +167,10 @@ bool vmt__prof_signal_usable(int signo);
 void vmt__prof_wake_drainer(void);
 
 /* ---- Drainer (drainer.c) ---------------------------------------------------------------- */
+/* Starts the drainer (the first time) or wakes it for a new profile. 0 or -errno. */
 int vmt__prof_drainer_start(void);
-/* Stops and joins the drainer; then drains what is left: `disarmed` slots (freed), the
- * ready and retired lists. Called with no handler able to reach any slot. */
+/* Parks the drainer, then drains what is left: `disarmed` slots (freed), the ready and retired
+ * lists. Called with no handler able to reach any slot. */
 void vmt__prof_drainer_stop(vmt__prof_slot_t *disarmed);
 /* Drains the ready list now (the outputs of a running profile). */
 void vmt__prof_drain_now(void);
@@ -205,6 +213,8 @@ struct vmt__prof_profile {
   int64_t lost[VMT_PROF_LOST_COUNT];
   int64_t lost_weight[VMT_PROF_LOST_COUNT];
   int64_t unsignalled;                 /* the threads' unsignalled expirations, summed */
+  int64_t handler_ns;                  /* time the handlers took, summed */
+  int64_t drainer_cpu_ns;              /* the drainer thread's CPU time, once it ended */
   bool oom;                            /* a merge found no memory: samples were dropped */
   struct vmt__prof_names *names;       /* symbols.c's cache, built by the first output */
 };

@@ -3,15 +3,16 @@
  * walker, and its fork rule.
  *
  * Start: options validated; the previous profile freed; the configuration fixed and published
- * to the handler; the handler installed (or -EBUSY); the drainer started; the life-cycle hooks
- * installed (once per process); vmt__prof_arming set; then every live thread of the registry
- * armed (arm.c). Threads that start meanwhile arm themselves.
+ * to the handler; the handler installed (or -EBUSY); the drainer started (the first time) or
+ * woken; the life-cycle hooks installed (once per process); vmt__prof_arming set; then every
+ * live thread of the registry armed (arm.c), by this thread from the registry's first thread
+ * and by the drainer from its last. Threads that start meanwhile arm themselves.
  *
  * Stop, in this order: arming off (no new timer; a thread starting now arms nothing); every
  * armed thread disarmed (its timer deleted, its clock read, its slot pointer cleared); the
  * handler's configuration withdrawn; vmt__prof_in_handler drained to zero, so no handler
  * holds a slot; the signal's disposition restored (pending signals discarded); the drainer
- * stopped and every slot drained and freed. Nothing of the profiler is touched by a handler
+ * parked and every slot drained and freed. Nothing of the profiler is touched by a handler
  * after that.
  *
  * Fork (docs/design.md, "fork"; rows in runtime/process.h): timers are not inherited (POSIX),
@@ -87,6 +88,7 @@ static void reset_counters(void) {
     atomic_store(&vmt__prof.lost_unattributed_weight[c], 0);
   }
   vmt__prof.threads_at_start = 0;
+  vmt__prof.threads_helped = 0;
   vmt__prof.start_arm_ns = 0;
 }
 
@@ -143,7 +145,16 @@ int vmt_prof_start(const vmt_prof_options_t *options) {
   vmt__prof.running = true;
   int64_t t0 = vmt_os_java_time_nanos();
   atomic_store_explicit(&vmt__prof_arming, true, memory_order_seq_cst);
-  vmt__prof.threads_at_start = vmt__prof_arm_all();
+  /* Two armers, one from each end of the registry: three system calls a thread (timer_create,
+   * timer_settime, a clock read), which a second CPU halves. */
+  vmt__prof.threads_helped = 0;
+  atomic_store_explicit(&vmt__prof.helping, 1, memory_order_seq_cst);
+  vmt__prof_wake_drainer();
+  int32_t armed = vmt__prof_arm_all(false);
+  uint32_t h;
+  while ((h = atomic_load_explicit(&vmt__prof.helping, memory_order_seq_cst)) != 0)
+    vmt_os_futex_wait(&vmt__prof.helping, h, VMT_OS_NO_DEADLINE);
+  vmt__prof.threads_at_start = armed + vmt__prof.threads_helped;
   vmt__prof.start_arm_ns = vmt_os_java_time_nanos() - t0;
   /* A thread the walk found unbound arms itself, or the drainer's one rescan arms it. */
   atomic_store(&vmt__prof.rescan, true);
@@ -254,6 +265,8 @@ int vmt_prof_get_stats(vmt_prof_stats_t *out) {
   out->start_arm_ns = vmt__prof.start_arm_ns;
   out->stacks = (int64_t)p->stack_count;
   out->unsignalled = p->unsignalled;
+  out->handler_ns = p->handler_ns;
+  out->drainer_cpu_ns = p->drainer_cpu_ns;
   for (vmt__prof_thread_t *th = p->threads; th; th = th->next) out->cpu_ns += th->cpu_ns;
   out->unwinder = p->unwinder;
   vmt__prof_output_end(p);
@@ -313,7 +326,9 @@ static void fork_child(void) {
   atomic_store(&vmt__prof.ready, NULL);
   atomic_store(&vmt__prof.retired, NULL);
   atomic_store(&vmt__prof.wake, 0);
-  vmt__prof.drainer = NULL;
+  atomic_store(&vmt__prof.helping, 0);
+  atomic_store(&vmt__prof.drainer_active, 0);
+  vmt__prof.drainer = NULL;   /* a vanished thread's record: its reference is left */
   reset_counters();
   if (survivor) {
     atomic_store(&survivor->prof.slot, NULL);

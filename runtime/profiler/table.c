@@ -51,6 +51,10 @@ static int write_table(FILE *out, vmt__prof_profile_t *p) {
             p->lost[c], p->lost_weight[c]);
   fprintf(out, "\nexpirations never signalled before their timer was deleted: %" PRId64
                " (%.3f ms)", p->unsignalled, (double)(p->unsignalled * period) / 1e6);
+  fprintf(out, "\nits own cost: handlers %.3f ms (%.2f us a sample), drainer %.3f ms of CPU",
+          (double)p->handler_ns / 1e6,
+          p->samples ? (double)p->handler_ns / 1e3 / (double)p->samples : 0.0,
+          (double)p->drainer_cpu_ns / 1e6);
   fprintf(out, "\nthreads profiled %zu; armed at start %" PRId32 " in %.3f ms; arm failures %" PRId64
                "\n\n",
           p->thread_count, vmt__prof.threads_at_start, (double)vmt__prof.start_arm_ns / 1e6,
@@ -90,8 +94,16 @@ static int write_table(FILE *out, vmt__prof_profile_t *p) {
   }
   fprintf(out, "\n%-28s %8s %-12s %9s %9s %13s %13s %8s %6s %s\n", "thread", "id", "category",
           "samples", "weight", "profiled ms", "clock ms", "ratio", "lost", "");
+  /* Threads with neither a sample nor a period of CPU time (a VM's idle or short-lived ones:
+   * thousands, at times) are summed in one line instead. */
+  int64_t quiet = 0, quiet_cpu = 0;
   for (i = 0; i < n; i++) {
     vmt__prof_thread_t *th = rows[i];
+    if (th->samples == 0 && lost_of(th->lost) == 0 && !th->cpu_unknown && th->cpu_ns < period) {
+      quiet++;
+      quiet_cpu += th->cpu_ns;
+      continue;
+    }
     ratio(r, sizeof(r), th->weight * period, th->cpu_ns, th->cpu_unknown);
     fprintf(out, "%-28.28s %8" PRId64 " %-12.12s %9" PRId64 " %9" PRId64 " %13.3f %13.3f %8s %6" PRId64
                  " %s\n",
@@ -99,6 +111,9 @@ static int write_table(FILE *out, vmt__prof_profile_t *p) {
             (double)(th->weight * period) / 1e6, (double)th->cpu_ns / 1e6, r, lost_of(th->lost),
             th->ended ? "ended" : "");
   }
+  if (quiet)
+    fprintf(out, "(%" PRId64 " more threads, no sample and under a period of CPU each: %.3f ms "
+                 "in all)\n", quiet, (double)quiet_cpu / 1e6);
   free(rows);
   free(cats);
   return 0;
