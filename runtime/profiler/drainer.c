@@ -4,8 +4,8 @@
  * profile of the process; it parks between profiles.
  *
  * It sleeps on a futex for at most DRAIN_INTERVAL_NS (100 ms), and is woken early by a handler
- * whose buffer is half full, by a thread that ended (its slot is retired) and by an output
- * that wants fresh figures. Each wake-up cost some 30 us of its CPU here (a timer, a context
+ * whose buffer is half full and by an output that wants fresh figures; the slots of threads
+ * that ended wait for the next round. Each wake-up cost some 30 us of its CPU here (a timer, a context
  * switch on a VM), so it sleeps long: 0.16 % of a CPU at 20 ms, 0.03 % at 100 ms. A round takes the retired list, then the ready list (both whole, by
  * exchange), drains the ready slots, then drains and frees the retired ones: a slot retired
  * before the round began was pushed on the ready list, if at all, before it was retired, so
