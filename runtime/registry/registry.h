@@ -146,7 +146,9 @@ struct vmt__thread_cold {
 /* Per-thread state of the profiler (runtime/profiler/). All zero in a fresh record.
  * `state` is the arming protocol (runtime/profiler/arm.c): IDLE (0), BUSY (one thread is
  * creating or deleting the timer), ARMED. `slot` is the sample buffer the signal handler on
- * this thread writes to; NULL: the handler takes no sample. */
+ * this thread writes to; NULL: the handler takes no sample. Fork: the forking thread's are
+ * cleared by the profiler's child handler (session.c); a vanished thread's record keeps them
+ * until the pool zeroes it for a new thread. */
 struct vmt__prof_slot;
 struct vmt__thread_prof {
   _Atomic uint32_t state;
