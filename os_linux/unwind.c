@@ -167,3 +167,21 @@ int vmt_os_native_unwind(const void *ucontext, uintptr_t *pcs, int32_t max) {
   pcs[0] = pc;
   return 1;
 }
+
+__attribute__((noinline)) int vmt_os_native_unwind_here(uintptr_t *pcs, int32_t max,
+                                                        int32_t skip) {
+  if (pcs == NULL || max <= 0 || skip < 0) return -EINVAL;
+#ifdef VMT_OS_HAVE_LIBUNWIND
+  if (atomic_load_explicit(&have_unwinder, memory_order_acquire)) {
+    unw_context_t here;
+    unw_cursor_t c;
+    if (unw.getcontext(&here) != 0 || unw.init_local(&c, &here) != 0) return -EIO;
+    /* This function's own frame, then the caller's `skip`. */
+    for (int32_t i = 0; i <= skip; i++)
+      if (unw.step(&c) <= 0) return -EIO;
+    int32_t n = walk(&c, pcs, max);
+    return n > 0 ? n : -EIO;
+  }
+#endif
+  return -ENOTSUP;
+}

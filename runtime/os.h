@@ -238,6 +238,10 @@ bool vmt_os_timer_signal(const siginfo_t *info, const void *ucontext, vmt_os_tim
  * -ENOENT when the context has no pc. */
 int vmt_os_native_unwind_init(void);
 int vmt_os_native_unwind(const void *ucontext, uintptr_t *pcs, int32_t max);
+/* The same from the calling function, outside any handler (the cooperative mode's walk at a
+ * poll): skip the `skip` innermost frames (the caller's own). The number written, or -errno
+ * (-ENOTSUP without libunwind). */
+int vmt_os_native_unwind_here(uintptr_t *pcs, int32_t max, int32_t skip);
 /* "libunwind" or "pc only": what init found (for the profile's header and the docs). */
 const char *vmt_os_native_unwinder(void);
 

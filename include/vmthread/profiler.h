@@ -43,9 +43,13 @@ enum vmt_prof_option_flags {
 typedef enum vmt_prof_mode {
   /* The handler walks the stack of the code it interrupted. */
   VMT_PROF_MODE_SIGNAL = 0,
-  /* JEP 518's idea: the handler only records the weight and arms the thread's poll; the
-   * thread walks its own stack at its next poll, where the VM's frames are walkable. Needs
-   * the VM services (the poll, execution states); -ENOTSUP where they are not built. */
+  /* JEP 518's idea, on the VM services (include/vmthread/vmservices.h): a thread in managed or
+   * VM code (VMT_EXEC_MANAGED, VMT_EXEC_VM) is not walked by the handler, which leaves the
+   * weight and arms the thread's poll; the thread walks its own stack at its next poll (the
+   * walker gets a NULL ucontext), where the VM's frames are consistent. The price is a bias:
+   * the CPU used since the signal is put on the poll site's stack (docs/profiler.md measures
+   * it). A thread in a safe state (native, blocked) is walked by the handler as in the signal
+   * mode; weight left for a poll that never comes is lost as VMT_PROF_LOST_UNSAFE. */
   VMT_PROF_MODE_COOPERATIVE = 1,
 } vmt_prof_mode_t;
 
@@ -73,8 +77,8 @@ typedef struct vmt_prof_options {
  * profile. Returns once every live thread is armed. Errors: -EINVAL (an option out of range,
  * an unknown flag, a signal the runtime cannot use: SIGKILL, SIGSTOP, the synchronous ones),
  * -EALREADY (running), -EBUSY (the host has a handler on the signal: choose another with
- * VMT_PROF_OPT_SIGNAL; the host's handler is never replaced), -ENOTSUP (CPU timers or the
- * mode are not available), -ENOMEM or -EAGAIN (the drainer thread could not be created).
+ * VMT_PROF_OPT_SIGNAL; the host's handler is never replaced), -ENOTSUP (CPU timers are not
+ * available), -ENOMEM or -EAGAIN (the drainer thread could not be created).
  * A thread whose timer cannot be created (the kernel's limit, RLIMIT_SIGPENDING) is counted
  * in vmt_prof_stats_t.arm_failures and not sampled; the others are.
  */
@@ -154,7 +158,8 @@ VMT_EXPORT int vmt_prof_get_thread_stats(int64_t id, vmt_prof_thread_stats_t *ou
 /*
  * The VM's frames. The walker runs in the signal handler, on the sampled thread t, with the
  * context the kernel saved (ucontext_t *): it must be async-signal-safe (no locks, no
- * allocation, no stdio). It writes up to max frames, innermost first, as values of its own
+ * allocation, no stdio). In the cooperative mode it may also run at a poll of t, on t, with
+ * ucontext NULL: t's own stack from there. It writes up to max frames, innermost first, as values of its own
  * (method ids, code addresses) and returns their number; 0 when t is not in the VM's code (the
  * native frames are taken instead); -EAGAIN when t cannot be walked now (mid-transition: the
  * sample is lost as VMT_PROF_LOST_UNSAFE); any other negative errno when it failed

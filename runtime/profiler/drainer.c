@@ -80,6 +80,14 @@ static void drain_slot(vmt__prof_profile_t *p, vmt__prof_slot_t *slot) {
 
 /* Drains a slot whose thread is disarmed, folds its figures into its thread, frees it. */
 static void finish_slot(vmt__prof_profile_t *p, vmt__prof_slot_t *slot) {
+  /* Weight the cooperative mode left for a poll that never came before the disarm. */
+  int64_t never = atomic_load_explicit(&slot->coop_weight, memory_order_relaxed);
+  if (never > 0) {
+    atomic_fetch_add_explicit(&slot->lost[VMT_PROF_LOST_UNSAFE], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&slot->lost_weight[VMT_PROF_LOST_UNSAFE], never,
+                              memory_order_relaxed);
+    atomic_store_explicit(&slot->coop_weight, 0, memory_order_relaxed);
+  }
   drain_slot(p, slot);
   vmt__prof_thread_t *th = slot->entry;
   if (th) {

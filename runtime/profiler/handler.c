@@ -91,9 +91,11 @@ static void push_ready(vmt__prof_slot_t *slot) {
                                                 memory_order_seq_cst, memory_order_relaxed));
 }
 
-/* Writes one sample of `weight` into the thread's ring; the stack is walked in place. */
-static void record(vmt__prof_slot_t *slot, const vmt__prof_config_t *cfg, vmt_thread_t *t,
-                   const void *ucontext, int64_t weight) {
+/* Writes one sample of `weight` into the thread's ring; the stack is walked in place: from the
+ * signal's context, or (ucontext NULL, the cooperative mode at a poll) from here. */
+__attribute__((noinline)) static void record(vmt__prof_slot_t *slot,
+                                             const vmt__prof_config_t *cfg, vmt_thread_t *t,
+                                             const void *ucontext, int64_t weight) {
   uint64_t head = atomic_load_explicit(&slot->head, memory_order_relaxed);
   uint64_t tail = atomic_load_explicit(&slot->tail, memory_order_acquire);
   uint64_t cap = slot->mask + 1, need = 1 + (uint64_t)cfg->max_depth;
@@ -116,7 +118,9 @@ static void record(vmt__prof_slot_t *slot, const vmt__prof_config_t *cfg, vmt_th
   if (cfg->walker) n = cfg->walker(t, ucontext, frames, cfg->max_depth, cfg->walker_ctx);
   if (n == 0) {
     kind = VMT__PROF_KIND_NATIVE;
-    n = vmt_os_native_unwind(ucontext, frames, cfg->max_depth);
+    /* At a poll: past record and vmt__prof_coop_poll (both noinline), from their caller on. */
+    n = ucontext ? vmt_os_native_unwind(ucontext, frames, cfg->max_depth)
+                 : vmt_os_native_unwind_here(frames, cfg->max_depth, 2);
   }
   if (n < 0) {
     lose(slot, n == -EAGAIN ? VMT_PROF_LOST_UNSAFE : VMT_PROF_LOST_WALK_FAILED, weight);
@@ -151,6 +155,15 @@ static void handler(int sig, siginfo_t *info, void *ucontext) {
     /* A session that is stopping, a thread between disarm and arm, or a signal queued for a
      * timer deleted since: its slot (the cookie) is never touched. */
     if (cfg) lose(NULL, VMT_PROF_LOST_DISARMED, weight);
+  } else if (cfg->mode == VMT_PROF_MODE_COOPERATIVE &&
+             (!vmt__exec_is_safe((uint32_t)vmt__exec_state_of(t)) ||
+              atomic_load_explicit(&slot->coop_writing, memory_order_relaxed))) {
+    /* JEP 518's idea: in managed or VM code the VM's frames may be mid-change; leave the
+     * weight for the thread to walk itself at its next poll, which the handshake flag makes
+     * take its slow path (the thread's own word: the CAS loops of vmservices retry). */
+    atomic_fetch_add_explicit(&slot->coop_weight, weight, memory_order_relaxed);
+    atomic_store_explicit(&t->prof.at_poll, 1, memory_order_release);
+    atomic_fetch_or_explicit(&t->exec, VMT__EXEC_HANDSHAKE, memory_order_seq_cst);
   } else {
     /* CLOCK_MONOTONIC through the vDSO: async-signal-safe, 27 ns a read here. */
     int64_t t0 = vmt_os_java_time_nanos();
@@ -163,6 +176,29 @@ static void handler(int sig, siginfo_t *info, void *ucontext) {
 }
 
 int vmt__prof_default_signal(void) { return SIGRTMIN + 6; }
+
+/* Counted in vmt__prof_in_handler like a handler: the stop waits for it before it frees. */
+__attribute__((noinline)) void vmt__prof_coop_poll(vmt_thread_t *t) {
+  atomic_fetch_add_explicit(&vmt__prof_in_handler, 1, memory_order_seq_cst);
+  atomic_store_explicit(&t->prof.at_poll, 0, memory_order_relaxed);
+  const vmt__prof_config_t *cfg = atomic_load_explicit(&vmt__prof_handler_cfg,
+                                                       memory_order_seq_cst);
+  vmt__prof_slot_t *slot = atomic_load_explicit(&t->prof.slot, memory_order_seq_cst);
+  if (cfg && slot && cfg->mode == VMT_PROF_MODE_COOPERATIVE) {
+    int64_t weight = atomic_exchange_explicit(&slot->coop_weight, 0, memory_order_relaxed);
+    if (weight > 0) {
+      atomic_store_explicit(&slot->coop_writing, 1, memory_order_relaxed);
+      atomic_signal_fence(memory_order_seq_cst);
+      int64_t t0 = vmt_os_java_time_nanos();
+      record(slot, cfg, t, NULL, weight);
+      atomic_fetch_add_explicit(&slot->handler_ns, vmt_os_java_time_nanos() - t0,
+                                memory_order_relaxed);
+      atomic_signal_fence(memory_order_seq_cst);
+      atomic_store_explicit(&slot->coop_writing, 0, memory_order_relaxed);
+    }
+  }
+  atomic_fetch_sub_explicit(&vmt__prof_in_handler, 1, memory_order_seq_cst);
+}
 
 bool vmt__prof_signal_usable(int signo) {
   if (signo <= 0 || signo >= NSIG) return false;

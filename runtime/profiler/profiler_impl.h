@@ -33,6 +33,7 @@
 #include "vmthread/profiler.h"
 #include "runtime/process.h"
 #include "runtime/thread/thread.h"
+#include "runtime/vmservices/vmservices.h"
 
 /* Arming states of a record (struct vmt__thread_prof, registry.h). */
 enum { VMT__PROF_IDLE = 0, VMT__PROF_BUSY, VMT__PROF_ARMED };
@@ -57,6 +58,10 @@ typedef struct vmt__prof_slot {
   _Atomic int64_t lost[VMT_PROF_LOST_COUNT];
   _Atomic int64_t lost_weight[VMT_PROF_LOST_COUNT];
   _Atomic int64_t handler_ns;                       /* time its handlers took (monotonic) */
+  /* Cooperative mode: weight the handler left for the thread's next poll, and whether the
+   * thread is writing a sample of its own at a poll (a handler then leaves its weight too). */
+  _Atomic int64_t coop_weight;
+  _Atomic uint32_t coop_writing;
   struct vmt__prof_slot *ready_next;                /* written before the push */
   /* The consumer's. */
   _Atomic uint64_t tail;                            /* words consumed (release) */
@@ -157,6 +162,9 @@ void vmt__prof_thread_begin_hook(vmt_thread_t *t);
 void vmt__prof_thread_end_hook(vmt_thread_t *t);
 
 /* ---- Signal handler (handler.c) --------------------------------------------------------- */
+/* The cooperative mode's sample, taken by the thread at a poll (installed as
+ * vmt__prof_poll_hook). */
+void vmt__prof_coop_poll(vmt_thread_t *t);
 /* Installs the handler on signo unless the host has one there (-EBUSY); idempotent. */
 int vmt__prof_handler_install(int signo);
 /* Discards pending signals of signo and restores the disposition found at install. */

@@ -93,16 +93,16 @@ static void reset_counters(void) {
 }
 
 static void install_hooks(void) {
-  if (atomic_load_explicit(&vmt__prof_end_hook, memory_order_relaxed)) return;
+  if (atomic_load_explicit(&vmt__prof_poll_hook, memory_order_relaxed)) return;
   atomic_store_explicit(&vmt__prof_begin_hook, vmt__prof_thread_begin_hook, memory_order_release);
   atomic_store_explicit(&vmt__prof_end_hook, vmt__prof_thread_end_hook, memory_order_release);
+  atomic_store_explicit(&vmt__prof_poll_hook, vmt__prof_coop_poll, memory_order_release);
 }
 
 int vmt_prof_start(const vmt_prof_options_t *options) {
   vmt__prof_config_t cfg;
   int rc = resolve(options, &cfg);
   if (rc) return rc;
-  if (cfg.mode == VMT_PROF_MODE_COOPERATIVE) return -ENOTSUP;   /* needs the VM services */
   if (!vmt_os_caps()->thread_cpu_time) return -ENOTSUP;
   pthread_mutex_lock(&vmt__prof.lock);
   if (vmt__prof.running) {

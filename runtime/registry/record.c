@@ -36,8 +36,10 @@ _Atomic uint32_t vmt__fork_generation;
 _Atomic bool vmt__prof_arming;
 void (*_Atomic vmt__prof_begin_hook)(vmt_thread_t *t);
 void (*_Atomic vmt__prof_end_hook)(vmt_thread_t *t);
+void (*_Atomic vmt__prof_poll_hook)(vmt_thread_t *t);
 VMT__PROCESS_STATE(profiler_hooks,
-                   .symbols = "vmt__prof_arming vmt__prof_begin_hook vmt__prof_end_hook",
+                   .symbols = "vmt__prof_arming vmt__prof_begin_hook vmt__prof_end_hook "
+                              "vmt__prof_poll_hook",
                    .rule = VMT__FORK_RESET,
                    .fork = "the hooks stay installed (they do nothing without a session); "
                            "arming is turned off by the profiler's child handler "

@@ -153,6 +153,9 @@ struct vmt__prof_slot;
 struct vmt__thread_prof {
   _Atomic uint32_t state;
   _Atomic(struct vmt__prof_slot *) slot;
+  /* Cooperative mode: 1 when the handler left weight for the thread's next poll, which calls
+   * vmt__prof_poll (runtime/vmservices/handshake.c). */
+  _Atomic uint32_t at_poll;
 };
 
 /* Per-category figures (Eclipse OMR keeps these for GC/JIT/application threads). */
@@ -392,6 +395,7 @@ void vmt__registry_exits_release(void);
 extern _Atomic bool vmt__prof_arming;   /* a session arms threads as they start or attach */
 extern void (*_Atomic vmt__prof_begin_hook)(vmt_thread_t *t);
 extern void (*_Atomic vmt__prof_end_hook)(vmt_thread_t *t);
+extern void (*_Atomic vmt__prof_poll_hook)(vmt_thread_t *t);
 
 /* A thread that starts or attaches, on itself, once it is current and its tid is published.
  * seq_cst: pairs with the start of a session, which sets the flag, then walks the registry
@@ -399,6 +403,12 @@ extern void (*_Atomic vmt__prof_end_hook)(vmt_thread_t *t);
 static inline void vmt__prof_thread_begin(vmt_thread_t *t) {
   if (__builtin_expect(atomic_load_explicit(&vmt__prof_arming, memory_order_seq_cst), 0))
     atomic_load_explicit(&vmt__prof_begin_hook, memory_order_acquire)(t);
+}
+/* The cooperative mode's walk, by the thread itself at the poll that runs its own handshake
+ * operations (the handler armed it): one load when nothing was left for it. */
+static inline void vmt__prof_poll(vmt_thread_t *t) {
+  if (__builtin_expect(atomic_load_explicit(&t->prof.at_poll, memory_order_acquire) != 0, 0))
+    atomic_load_explicit(&vmt__prof_poll_hook, memory_order_acquire)(t);
 }
 /* A thread that ends, on itself, after it marked itself exiting and before it leaves the
  * registry: its timer is deleted here. seq_cst: pairs with an armer, which claims the state,

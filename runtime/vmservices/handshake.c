@@ -119,6 +119,7 @@ void vmt__hs_process_own(vmt_thread_t *t) {
     n = next;
   }
   t->vms.ops_depth--;
+  vmt__prof_poll(t);   /* the profiler's cooperative sample, if its handler left one */
 }
 
 enum { TP_NOT_SAFE = 0, TP_PROCESSED, TP_SAFEPOINT };
