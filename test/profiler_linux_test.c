@@ -494,6 +494,18 @@ static void *native_body(void *arg) {
   return NULL;
 }
 
+/* What was written to f (closed), NUL-terminated; free() it. */
+static char *read_back(FILE *f) {
+  long size = ftell(f);
+  assert_true(size >= 0);
+  rewind(f);
+  char *text = calloc(1, (size_t)size + 1);
+  assert_non_null(text);
+  assert_int_equal(fread(text, 1, (size_t)size, f), (size_t)size);
+  fclose(f);
+  return text;
+}
+
 static void test_native_stacks_and_outputs(void **state) {
   (void)state;
   vmt_thread_options_t to = {.flags = VMT_THREAD_OPT_NAME | VMT_THREAD_OPT_CATEGORY,
@@ -537,22 +549,13 @@ static void test_native_stacks_and_outputs(void **state) {
   FILE *f = tmpfile();
   assert_non_null(f);
   assert_int_equal(vmt_prof_write_collapsed(f, flags), 0);
-  long size = ftell(f);
-  assert_int_equal(size, (long)len);
-  rewind(f);
-  char *from_file = calloc(1, len + 1);
-  assert_int_equal(fread(from_file, 1, len, f), len);
+  char *from_file = read_back(f);
   assert_string_equal(from_file, text);
   free(from_file);
-  fclose(f);
   /* The flame graph: an SVG with the frames, the script, XML-escaped names. */
   f = tmpfile();
   assert_int_equal(vmt_prof_write_flamegraph(f, "t<1>", flags), 0);
-  size = ftell(f);
-  rewind(f);
-  char *svg = calloc(1, (size_t)size + 1);
-  assert_int_equal(fread(svg, 1, (size_t)size, f), (size_t)size);
-  fclose(f);
+  char *svg = read_back(f);
   assert_non_null(strstr(svg, "<svg"));
   assert_non_null(strstr(svg, "</svg>"));
   assert_non_null(strstr(svg, "t&lt;1&gt;"));
@@ -563,11 +566,7 @@ static void test_native_stacks_and_outputs(void **state) {
   /* The table names the category and the thread. */
   f = tmpfile();
   assert_int_equal(vmt_prof_write_table(f), 0);
-  size = ftell(f);
-  rewind(f);
-  char *table = calloc(1, (size_t)size + 1);
-  assert_int_equal(fread(table, 1, (size_t)size, f), (size_t)size);
-  fclose(f);
+  char *table = read_back(f);
   assert_non_null(strstr(table, "jit"));
   assert_non_null(strstr(table, "native;burner"));
   assert_non_null(strstr(table, "lost samples"));
