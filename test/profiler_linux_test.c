@@ -742,6 +742,56 @@ static void test_signal_control(void **state) {
   assert_int_equal(vmt_prof_clear(), 0);
 }
 
+static _Atomic int host_calls;
+static void counting_host_handler(int sig) {
+  (void)sig;
+  atomic_fetch_add(&host_calls, 1);
+}
+
+static bool is_handler(int sig, void (*fn)(int)) {
+  struct sigaction now;
+  assert_int_equal(sigaction(sig, NULL, &now), 0);
+  return !(now.sa_flags & SA_SIGINFO) && now.sa_handler == fn;
+}
+
+/* A host that installs its own handler over ours while a profile or the control is on keeps
+ * it when they end: restoring what was found at the start over it would take the host's away
+ * (with SIG_DFL found, its next signal would kill the process), as the SIGQUIT dump learned
+ * (mx_sigquit_linux_test). */
+static void test_host_handler_installed_over_ours_survives(void **state) {
+  (void)state;
+  struct sigaction host;
+  memset(&host, 0, sizeof(host));
+  host.sa_handler = counting_host_handler;
+  sigemptyset(&host.sa_mask);
+
+  /* The control signal. */
+  assert_int_equal(vmt_prof_enable_signal_control(SIGUSR2, "/tmp/vmt-prof-unused"), 0);
+  assert_int_equal(sigaction(SIGUSR2, &host, NULL), 0);
+  assert_int_equal(vmt_prof_disable_signal_control(), 0);
+  assert_true(is_handler(SIGUSR2, counting_host_handler));
+  atomic_store(&host_calls, 0);
+  assert_int_equal(kill(getpid(), SIGUSR2), 0);
+  assert_int_equal(atomic_load(&host_calls), 1);
+  /* The signal is the host's now: enabling again refuses it, never chains into a loop. */
+  assert_int_equal(vmt_prof_enable_signal_control(SIGUSR2, "/tmp/vmt-prof-unused"), -EBUSY);
+  assert_true(is_handler(SIGUSR2, counting_host_handler));
+  signal(SIGUSR2, SIG_DFL);
+
+  /* The sampling signal. */
+  int sig = SIGRTMIN + 6;
+  assert_int_equal(vmt_prof_start(NULL), 0);
+  assert_int_equal(sigaction(sig, &host, NULL), 0);
+  assert_int_equal(vmt_prof_stop(), 0);
+  assert_true(is_handler(sig, counting_host_handler));
+  atomic_store(&host_calls, 0);
+  assert_int_equal(kill(getpid(), sig), 0);
+  assert_int_equal(atomic_load(&host_calls), 1);
+  assert_int_equal(vmt_prof_start(NULL), -EBUSY);
+  signal(sig, SIG_DFL);
+  assert_int_equal(vmt_prof_clear(), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bad_options),
@@ -756,6 +806,7 @@ int main(void) {
       cmocka_unit_test(test_native_stacks_and_outputs),
       cmocka_unit_test(test_cooperative_mode),
       cmocka_unit_test(test_signal_control),
+      cmocka_unit_test(test_host_handler_installed_over_ours_survives),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

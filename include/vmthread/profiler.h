@@ -207,7 +207,9 @@ VMT_EXPORT int vmt_prof_write_table(FILE *out);
  * only wakes an internal thread (never counted nor listed), which does the work. Errors:
  * -EINVAL (a signal the runtime cannot use, or the sampling signal), -EALREADY (enabled),
  * -EBUSY (the host has a handler on sig), -errno of pipe/thread creation. Disable restores
- * the disposition found at enable and stops the thread (a running profile keeps running).
+ * the disposition found at enable, unless the host installed its own handler over ours since
+ * (it stays, and the signal is the host's: a later enable gives -EBUSY), and stops the thread
+ * (a running profile keeps running).
  */
 VMT_EXPORT int vmt_prof_enable_signal_control(int sig, const char *prefix);
 VMT_EXPORT int vmt_prof_disable_signal_control(void);

@@ -10,8 +10,14 @@
  * itself in ctl_in_handler before it loads the descriptor; disable restores the disposition,
  * clears the descriptor, then waits for the count to drain (seq_cst throughout).
  *
- * Fork: off in the child (its row below): the disposition found at enable is back and the
- * parent's pipe closed; the child may enable it again.
+ * A host may install its own handler over ours after enable (saving ours, perhaps to chain to
+ * it). Disable then leaves the disposition alone, as the SIGQUIT dump's does: putting back the
+ * one found at enable over the host's would take the host's away (SIG_DFL found there, and its
+ * next signal kills the process). Ours, if the host still calls it, is inert (no descriptor),
+ * and the signal is the host's: a later enable refuses it (-EBUSY) as any host handler.
+ *
+ * Fork: off in the child (its row below): the disposition found at enable is back (unless a
+ * host's handler is over ours) and the parent's pipe closed; the child may enable it again.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +41,7 @@ static _Atomic bool ctl_stop;
 static int ctl_runs;                   /* the control thread's */
 
 static void close_pipe(void);
+static int uninstall(void);
 
 /* Fork: off in the child, as the SIGQUIT dump is (management/sigquit.c). No lock is held across
  * fork (session.c says why): the child undoes the control in whatever state it finds it; an
@@ -44,8 +51,7 @@ static void ctl_fork_child(void) {
   pthread_mutex_init(&ctl_lock, NULL);
   atomic_store(&ctl_write_fd, -1);
   if (ctl_enabled) {
-    sigaction(ctl_signo, &ctl_previous, NULL);
-    atomic_store(&ctl_write_fd, -1);
+    (void)uninstall();
     close_pipe();
     ctl_enabled = false;
   }
@@ -59,9 +65,10 @@ VMT__PROCESS_STATE(profiler_control,
                    .symbols = "ctl_lock ctl_enabled ctl_signo ctl_fds ctl_previous ctl_thread "
                               "ctl_prefix ctl_write_fd ctl_in_handler ctl_stop ctl_runs",
                    .rule = VMT__FORK_DROP,
-                   .fork = "off in the child: the disposition found at enable is back, the "
-                           "parent's pipe closed, the control thread forgotten, the lock "
-                           "re-initialised; the child may enable it again",
+                   .fork = "off in the child: the disposition found at enable is back (unless "
+                           "a host's handler is over ours), the parent's pipe closed, the "
+                           "control thread forgotten, the lock re-initialised; the child may "
+                           "enable it again",
                    .rank = VMT__RANK_PROFILER + 20, .child = ctl_fork_child);
 
 static void ctl_handler(int sig, siginfo_t *info, void *context) {
@@ -76,6 +83,24 @@ static void ctl_handler(int sig, siginfo_t *info, void *context) {
   }
   atomic_fetch_sub(&ctl_in_handler, 1);
   errno = saved_errno;
+}
+
+static bool is_ours(const struct sigaction *sa) {
+  return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == ctl_handler;
+}
+
+/* Puts back the disposition found at enable if ours is the one installed; a host's handler
+ * installed over ours stays (the opening comment). Clears the descriptor the handler writes
+ * to either way. 0 or -errno. Async-signal-safe (the fork child calls it). */
+static int uninstall(void) {
+  struct sigaction now;
+  int rc = 0;
+  if (sigaction(ctl_signo, NULL, &now) != 0)
+    rc = -errno;
+  else if (is_ours(&now) && sigaction(ctl_signo, &ctl_previous, NULL) != 0)
+    rc = -errno;
+  atomic_store(&ctl_write_fd, -1);
+  return rc;
 }
 
 static void toggle(void) {
@@ -144,7 +169,7 @@ int vmt_prof_enable_signal_control(int sig, const char *prefix) {
                                                : seen.sa_handler != SIG_DFL &&
                                                      seen.sa_handler != SIG_IGN;
   /* Ours is no host's: one a fork left inert (ctl_fork_child). */
-  if (function && !((seen.sa_flags & SA_SIGINFO) && seen.sa_sigaction == ctl_handler)) {
+  if (function && !is_ours(&seen)) {
     rc = -EBUSY;
     goto out;
   }
@@ -175,13 +200,17 @@ int vmt_prof_enable_signal_control(int sig, const char *prefix) {
   sa.sa_sigaction = ctl_handler;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
-  if (sigaction(sig, &sa, &ctl_previous) != 0) {
+  struct sigaction replaced;
+  if (sigaction(sig, &sa, &replaced) != 0) {
     rc = -errno;
     atomic_store(&ctl_write_fd, -1);
     stop_thread();
     close_pipe();
     goto fail_prefix;
   }
+  /* Ours replaced an inert one of ours (a fork's, or one a host put back): what that one
+   * replaced is still the one to put back, never ours. */
+  if (!is_ours(&replaced)) ctl_previous = replaced;
   ctl_signo = sig;
   ctl_enabled = true;
   goto out;
@@ -199,8 +228,7 @@ int vmt_prof_disable_signal_control(void) {
     pthread_mutex_unlock(&ctl_lock);
     return 0;
   }
-  int rc = sigaction(ctl_signo, &ctl_previous, NULL) == 0 ? 0 : -errno;
-  atomic_store(&ctl_write_fd, -1);
+  int rc = uninstall();
   while (atomic_load(&ctl_in_handler) != 0) sched_yield();
   stop_thread();
   close_pipe();
