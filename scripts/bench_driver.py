@@ -381,6 +381,11 @@ HEADLINE_VALUES = [
      ("profiler", "bias_cooperative", "p50"), None, None, "#18"),
     ("profiler: arming 10,000 threads (vmt_prof_start), ms, median",
      ("profiler", "arm_10000", "p50"), "<", 50, "#18"),
+    # The process CPU the same start used: what a loaded machine does not inflate.
+    ("profiler: the same, process CPU the arming used, ms, median",
+     ("profiler", "arm_10000", "cpu_ms"), None, None, "#18"),
+    ("profiler: lost samples at 10 ms (all causes; by cause in the row)",
+     ("profiler", "accuracy_10ms", "lost"), None, None, "#18"),
     ("profiler: vmthread at 10 ms, samples / (thread CPU / period)",
      ("profiler", "accuracy_10ms", "samples_per_expected"), None, None, "#18"),
     ("profiler: vmthread at 10 ms, weight x period / process CPU",
@@ -397,6 +402,8 @@ HEADLINE_VALUES = [
      ("hotspot_profiler", "jfr_accuracy_10ms", "max", HS25), None, None, "#18"),
     ("HotSpot 25 JFR jdk.CPUTimeSample at 10 ms, profiled process CPU in % of unprofiled, median",
      ("hotspot_profiler", "jfr_overhead_10ms", "p50", HS25), None, None, "#18"),
+    ("HotSpot 25 JFR at 10 ms, lost samples (jdk.CPUTimeSamplesLost)",
+     ("hotspot_profiler", "jfr_accuracy_10ms", "lost", HS25), None, None, "#18"),
 ]
 
 # vmthread next to HotSpot, per method: (method, vmthread (bench, variant), HotSpot (bench,
