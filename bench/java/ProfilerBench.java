@@ -26,9 +26,7 @@ import java.lang.management.ThreadMXBean;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 
 import jdk.jfr.EventType;
@@ -40,7 +38,6 @@ import jdk.jfr.consumer.RecordingFile;
 import static vmtbench.BenchSupport.*;
 
 public final class ProfilerBench {
-    static boolean json;
     static final ThreadMXBean MX = ManagementFactory.getThreadMXBean();
     static final com.sun.management.OperatingSystemMXBean OS =
             (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
@@ -258,37 +255,21 @@ public final class ProfilerBench {
     }
 
     public static void main(String[] args) throws Exception {
-        boolean quick = false;
-        for (String a : args) {
-            switch (a) {
-                case "--quick": quick = true; break;
-                case "--json": json = true; break;
-                default:
-                    System.err.println("usage: java ProfilerBench [--quick] [--json]");
-                    System.exit(2);
-            }
-        }
+        parseArgs(args, "vmtbench.ProfilerBench");
         progress("java " + System.getProperty("java.version") + ", " + JVM_VERSION);
-        List<Row> rows = new ArrayList<>();
         if (!samplerExists()) {
             Row r = summarize("hotspot_profiler", "jfr_cpu_time_sample_unsupported", "samples",
                               new long[] {0}, 1);
             r.put("reason", "this JVM has no " + EVENT + " event (JEP 509 is JDK 25)");
-            rows.add(r);
+            emit(r);
             progress("no " + EVENT + " on this JVM: nothing to measure");
         } else {
             Path dir = Files.createTempDirectory("vmt-jfr");
-            rows.add(accuracy(10, (quick ? 500 : 2000) * MS, dir));
-            rows.add(overhead(10, quick));
+            emit(accuracy(10, (quick ? 500 : 2000) * MS, dir));
+            emit(overhead(10, quick));
             Files.deleteIfExists(dir);
         }
-        for (Row r : rows) {
-            if (json) {
-                emitJson(r);
-            } else {
-                System.out.println(toJson(r));
-            }
-        }
+        finish();
         progress("done (blackhole " + (blackhole & 1) + ")");
     }
 }
