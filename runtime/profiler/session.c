@@ -165,8 +165,9 @@ int vmt_prof_start(const vmt_prof_options_t *options) {
 
 /* Disarms every thread still armed; the slots go to *disarmed. A thread that was arming itself
  * when arming stopped is in the snapshot (it was inserted before it ran): disarm waits for its
- * BUSY and takes the timer back. A thread that ends meanwhile disarms itself. The count is
- * checked after the walk all the same, and the walk repeated until it is zero. */
+ * BUSY and takes the timer back. A thread that ends meanwhile disarms itself, just after it
+ * left the registry (runtime/thread/exit.c): a snapshot may no longer hold it, so the count
+ * is checked after the walk, and the walk repeated until it is zero. */
 static void disarm_all(vmt__prof_slot_t **disarmed) {
   for (;;) {
     const vmt__snapshot_t *snap = vmt__registry_acquire();

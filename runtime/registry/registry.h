@@ -410,9 +410,10 @@ static inline void vmt__prof_poll(vmt_thread_t *t) {
   if (__builtin_expect(atomic_load_explicit(&t->prof.at_poll, memory_order_acquire) != 0, 0))
     atomic_load_explicit(&vmt__prof_poll_hook, memory_order_acquire)(t);
 }
-/* A thread that ends, on itself, after it marked itself exiting and before it leaves the
- * registry: its timer is deleted here. seq_cst: pairs with an armer, which claims the state,
- * then checks `exiting` (runtime/profiler/arm.c). */
+/* A thread that ends, on itself, just after vmt__registry_remove marked it exiting (and took
+ * it out of the registry), while it still holds its tid and its own reference: its timer is
+ * deleted here. seq_cst: pairs with an armer, which claims the state, then checks `exiting`
+ * (runtime/profiler/arm.c). A stop that walked the registry without it waits for this. */
 static inline void vmt__prof_thread_end(vmt_thread_t *t) {
   if (__builtin_expect(atomic_load_explicit(&t->prof.state, memory_order_seq_cst) != 0, 0))
     atomic_load_explicit(&vmt__prof_end_hook, memory_order_acquire)(t);
