@@ -159,9 +159,9 @@ VMT_EXPORT int vmt_prof_get_thread_stats(int64_t id, vmt_prof_thread_stats_t *ou
  * The VM's frames. The walker runs in the signal handler, on the sampled thread t, with the
  * context the kernel saved (ucontext_t *): it must be async-signal-safe (no locks, no
  * allocation, no stdio). In the cooperative mode it may also run at a poll of t, on t, with
- * ucontext NULL: t's own stack from there. It writes up to max frames, innermost first, as values of its own
- * (method ids, code addresses) and returns their number; 0 when t is not in the VM's code (the
- * native frames are taken instead); -EAGAIN when t cannot be walked now (mid-transition: the
+ * ucontext NULL: t's own stack from there. It writes up to max frames, innermost first, as
+ * values of its own (method ids, code addresses) and returns their number; 0 when t is not in
+ * the VM's code (the native frames are taken instead); -EAGAIN when t cannot be walked now (mid-transition: the
  * sample is lost as VMT_PROF_LOST_UNSAFE); any other negative errno when it failed
  * (VMT_PROF_LOST_WALK_FAILED). The symbolizer runs later, in an ordinary thread, once per
  * distinct frame value: it writes a NUL-terminated name into buf (len bytes) and returns 0,

@@ -5,11 +5,12 @@
  *
  * It sleeps on a futex for at most DRAIN_INTERVAL_NS (100 ms), and is woken early by a handler
  * whose buffer is half full and by an output that wants fresh figures; the slots of threads
- * that ended wait for the next round. Each wake-up cost some 30 us of its CPU here (a timer, a context
- * switch on a VM), so it sleeps long: 0.16 % of a CPU at 20 ms, 0.03 % at 100 ms. A round takes the retired list, then the ready list (both whole, by
- * exchange), drains the ready slots, then drains and frees the retired ones: a slot retired
- * before the round began was pushed on the ready list, if at all, before it was retired, so
- * nothing of it is left behind once it is freed. It is the only consumer of every slot while
+ * that ended wait for the next round. Each wake-up cost some 30 us of its CPU here (a timer,
+ * a context switch on a VM), so it sleeps long: 0.16 % of a CPU at 20 ms, 0.03 % at 100 ms.
+ * A round takes the retired list, then the ready list (both whole, by exchange), drains the
+ * ready slots, then drains and frees the retired ones: a slot retired before the round began
+ * was pushed on the ready list, if at all, before it was retired, so nothing of it is left
+ * behind once it is freed. It is the only consumer of every slot while
  * a profile runs; once it parked, the stopping thread is (vmt__prof_drainer_stop).
  *
  * The interval: a thread is sampled at most 250 times a second (one per tick), so in 100 ms a
