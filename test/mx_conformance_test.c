@@ -1182,6 +1182,51 @@ static void sleep_of_zero_counts_a_wait_unless_interrupted(void **state) {
   vmt_mx_thread_info_free(w3);
 }
 
+/* ThreadInfo.isInNative: executing native code. A thread blocked or waiting in a runtime call
+ * is inside the runtime, not in native code: HotSpot's threads in Object.wait, sleep, park or a
+ * contended enter are never isInNative (_thread_blocked). Our threads begin NATIVE, and a
+ * blocking call publishes its Java state a little before it moves into its safe region (and
+ * leaves the region a little before it is RUNNABLE again): a ThreadInfo taken in between must
+ * not say WAITING and in native at once (seen over JMX: //jvm:jvm_test's ApiTest, once under
+ * load). A thread times out of 1 us waits in a loop while ThreadInfos of it are taken. */
+typedef struct {
+  vmt_monitor_t *m;
+  _Atomic bool done;
+} short_waits_t;
+
+static void *short_waits(void *arg) {
+  short_waits_t *w = arg;
+  vmt_monitor_enter(w->m);
+  while (!atomic_load(&w->done)) vmt_monitor_wait(w->m, 1000);
+  vmt_monitor_exit(w->m);
+  return NULL;
+}
+
+static void a_waiting_thread_is_never_in_native(void **state) {
+  (void)state;
+  short_waits_t w = {.done = false};
+  assert_int_equal(vmt_monitor_create(&w.m, "short-waits"), 0);
+  vmt_thread_t *t = start_named("short-waiter", false, short_waits, &w);
+  int64_t id = vmt_thread_id(t);
+  int waiting = 0, running_native = 0, both = 0;
+  for (int i = 0; i < 20000; i++) {
+    vmt_thread_info_t *ti = info_of(id, 0);
+    bool blocked_or_waiting = ti->state == VMT_THREAD_BLOCKED ||
+                              ti->state == VMT_THREAD_WAITING ||
+                              ti->state == VMT_THREAD_TIMED_WAITING;
+    waiting += blocked_or_waiting;
+    running_native += !blocked_or_waiting && ti->in_native;
+    both += blocked_or_waiting && ti->in_native;
+    vmt_mx_thread_info_free(ti);
+  }
+  atomic_store(&w.done, true);
+  join_release(t);
+  assert_int_equal(vmt_monitor_destroy(w.m), 0);
+  print_message("short-waiter: %d of 20000 infos blocked or waiting, %d runnable in native\n",
+                waiting, running_native);
+  assert_int_equal(both, 0);
+}
+
 /* testWaitingOnSimpleMonitor, testMultiWaitingOnSimpleMonitor, testWaitingOnNestedMonitor:
  * each wait(timeout) counts one wait (waitedCount grows by 1, 3) and the waited time grows
  * (waitTimeDiff > 0). The thread is first BLOCKED entering lock1, which the test holds
@@ -1841,6 +1886,7 @@ int main(void) {
       cmocka_unit_test(nested_blocking_counts_each_enter),
       cmocka_unit_test(waited_count_and_time_as_synchronization_statistics),
       cmocka_unit_test(sleep_of_zero_counts_a_wait_unless_interrupted),
+      cmocka_unit_test(a_waiting_thread_is_never_in_native),
       cmocka_unit_test(timed_out_wait_reenters_blocked),
       cmocka_unit_test(switches_are_booleans_not_counters),
       cmocka_unit_test(enabling_resets_times_only_when_it_was_off),

@@ -66,8 +66,9 @@ typedef struct vmt_thread_info {
   char *category;
   vmt_thread_state_t state;
   bool daemon;
-  /* Java's isInNative: the thread's execution state is NATIVE (vmthread/vmservices.h), as for
-   * every thread that never entered managed code and for one in a native call out of it. */
+  /* Java's isInNative: the thread is RUNNABLE and its execution state is NATIVE
+   * (vmthread/vmservices.h), as for every thread that never entered managed code and for one
+   * in a native call out of it; never while it is blocked or waiting in a runtime call. */
   bool in_native;
   bool suspended;              /* Java's isSuspended: its suspend count is > 0 */
   int32_t priority;

@@ -174,7 +174,11 @@ static int read_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, unsign
   info->waited_count = (int64_t)li.waited_count;
   info->waited_time_ns = li.waited_ns;
   info->lock_owner_id = -1;
-  info->in_native = vmt__exec_state_of(t) == VMT_EXEC_NATIVE;
+  /* In native code only while RUNNABLE: a blocking call publishes its Java state before it
+   * enters its safe region and leaves the region before it is RUNNABLE again, and a thread
+   * blocked or waiting in the runtime is not executing native code (HotSpot's waiting threads
+   * are never isInNative; test/mx_conformance_test.c, a_waiting_thread_is_never_in_native). */
+  info->in_native = info->state == VMT_THREAD_RUNNABLE && vmt__exec_state_of(t) == VMT_EXEC_NATIVE;
   info->suspended = vmt__is_suspended(t);
   if (li.has_lock) {
     info->lock = vmt__mx_calloc(1, sizeof(*info->lock));

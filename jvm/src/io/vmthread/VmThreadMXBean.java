@@ -38,8 +38,9 @@ package io.vmthread;
  *       library that linked {@code libvmthread.a} statically), this bean would see only part of
  *       the process, so every query throws {@link IllegalStateException} naming that copy.
  *   <li>{@code ThreadInfo.isSuspended()} is true while the thread's suspend count is above 0,
- *       {@code isInNative()} while its execution state is NATIVE (where a thread that never
- *       entered the VM's managed code stays), as the C ThreadInfo says.
+ *       {@code isInNative()} while it is RUNNABLE with its execution state NATIVE (where a
+ *       thread that never entered the VM's managed code stays; never while it is blocked or
+ *       waiting in a runtime call), as the C ThreadInfo says.
  * </ul>
  */
 public interface VmThreadMXBean extends com.sun.management.ThreadMXBean {
