@@ -153,7 +153,7 @@ VMT_EXPORT int vmt_thread_set_park_blocker(const vmt_park_blocker_t *blocker);
 VMT_EXPORT int vmt_park(int64_t timeout_ns);
 VMT_EXPORT int vmt_park_nanos(int64_t timeout_ns);
 VMT_EXPORT int vmt_park_until(int64_t deadline_ns, vmt_clock_t clock);
-VMT_EXPORT int vmt_unpark(vmt_thread_t *t);   /* -EINVAL on NULL */
+VMT_EXPORT int vmt_unpark(vmt_thread_t *t);   /* -EINVAL on NULL or a released handle */
 
 VMT_EXTERN_C_END
 

@@ -43,7 +43,7 @@ typedef struct vmt_stack_info {
 
 /*
  * The stack of t (a runtime thread the caller holds a reference to, or the calling thread).
- * Errors: -EINVAL (NULL t or out), -ESRCH (a started thread that was joined before anyone
+ * Errors: -EINVAL (NULL t or out, a released handle), -ESRCH (a started thread that was joined before anyone
  * asked: its stack is gone), -errno from pthread_getattr_np (-ENOMEM).
  */
 VMT_EXPORT int vmt_thread_stack_info(vmt_thread_t *t, vmt_stack_info_t *out);

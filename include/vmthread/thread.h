@@ -14,7 +14,11 @@
  * - The record is reference counted: the creator holds one reference (returned by start) and
  *   the running thread holds one (the registry keeps one more while readers may see it).
  *   vmt_thread_release() drops the creator's; the record goes back to the runtime's pool when
- *   all are gone. Until then every accessor below is valid, even after termination.
+ *   all are gone. Until then every accessor below is valid, even after termination. A handle
+ *   whose thread has terminated and whose user references are all gone (released, not
+ *   retained; an attached thread's after its last detach) is stale: every call below that
+ *   answers -EINVAL for a released handle does so from the release on, not only once the
+ *   runtime's own last reference has gone.
  *
  * Foreign threads (the VM's main thread, a thread of another library) join with
  * vmt_thread_attach() and leave with vmt_thread_detach().
@@ -132,7 +136,7 @@ VMT_EXPORT int vmt_thread_timed_join(vmt_thread_t *t, int64_t timeout_ns, void *
  * synchronized and Lock.lock() do. -EINVAL for NULL or a handle with no reference left.
  */
 VMT_EXPORT int vmt_thread_interrupt(vmt_thread_t *t);
-/* Thread.isInterrupted: t's status, unchanged. false for NULL. */
+/* Thread.isInterrupted: t's status, unchanged. false for NULL or a released handle. */
 VMT_EXPORT bool vmt_thread_is_interrupted(const vmt_thread_t *t);
 /* Thread.interrupted: the calling thread's status, cleared. false on a thread that is not a
  * runtime thread (it cannot be interrupted). */
@@ -248,23 +252,24 @@ VMT_EXPORT int vmt_thread_priority(const vmt_thread_t *t);
  * cut at a character boundary) only when t is the calling thread and was started by the
  * runtime, as HotSpot does (JVM_SetNativeThreadName: the current thread only, never one
  * attached through JNI); a kernel that refuses leaves the old kernel name, and the call still
- * succeeds. Errors: -EINVAL (NULL t or name, a name the options would refuse), -ENOMEM (the
- * old name stays).
+ * succeeds. Errors: -EINVAL (NULL t or name, a released handle, a name the options would
+ * refuse), -ENOMEM (the old name stays).
  */
 VMT_EXPORT int vmt_thread_set_name(vmt_thread_t *t, const char *name);
 /* Copies t's full name into buf (snprintf's rule: truncated, always terminated when len > 0)
- * under the lock a rename takes; the length of the name. -EINVAL for NULL t, or a NULL buf with
- * len > 0. */
+ * under the lock a rename takes; the length of the name. -EINVAL for NULL t, a released
+ * handle, or a NULL buf with len > 0. */
 VMT_EXPORT int vmt_thread_get_name(vmt_thread_t *t, char *buf, size_t len);
 /* Thread.setPriority: stores VMT_THREAD_MIN_PRIORITY..MAX (the OS priority is not changed,
- * as above). -EINVAL for NULL t or a priority out of range. */
+ * as above). -EINVAL for NULL t, a released handle or a priority out of range. */
 VMT_EXPORT int vmt_thread_set_priority(vmt_thread_t *t, int priority);
 VMT_EXPORT vmt_thread_state_t vmt_thread_state(const vmt_thread_t *t);
 
 /*
  * The kernel thread id. Known when start returns (the kernel writes it before pthread_create
  * returns); on a platform where it is not, the call waits (acquire load, then futex) until the
- * child publishes it. -EINVAL on NULL.
+ * child publishes it. -EINVAL on NULL or a released handle (its tid may belong to another
+ * thread by then).
  */
 VMT_EXPORT pid_t vmt_thread_tid(vmt_thread_t *t);
 

@@ -52,8 +52,8 @@ VMT_EXPORT int vmt_tls_set(vmt_tls_key_t key, void *value);
 
 /* Another thread's value (OMR's omrthread_tls_get): t is a thread the caller holds a reference
  * to; the value may change or be destructed right after the read (the caller and the owner
- * agree on its lifetime). NULL once t has ended. Errors: -EINVAL (NULL t or value, key not
- * allocated). */
+ * agree on its lifetime). NULL once t has ended. Errors: -EINVAL (NULL t or value, a released
+ * handle, key not allocated). */
 VMT_EXPORT int vmt_thread_tls_get(vmt_thread_t *t, vmt_tls_key_t key, void **value);
 
 VMT_EXTERN_C_END

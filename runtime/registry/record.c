@@ -122,8 +122,15 @@ void vmt__record_set_id(vmt_thread_t *t, int64_t id) {
   if (t->kind != VMT__KIND_ATTACHED) vmt_os_native_name(t->name, t->os_name);
 }
 
-bool vmt__record_ref_if_live(vmt_thread_t *t) {
+bool vmt__handle_valid(const vmt_thread_t *t) {
   if (__atomic_load_n(&t->magic, __ATOMIC_RELAXED) != VMT__THREAD_MAGIC) return false;
+  vmt_thread_t *w = (vmt_thread_t *)t;
+  return atomic_load_explicit(&w->state, memory_order_acquire) != VMT_THREAD_TERMINATED ||
+         atomic_load_explicit(&w->user_refs, memory_order_acquire) > 0;
+}
+
+bool vmt__record_ref_if_live(vmt_thread_t *t) {
+  if (!vmt__handle_valid(t)) return false;
   int32_t r = atomic_load_explicit(&t->refs, memory_order_relaxed);
   do {
     if (r <= 0) return false;

@@ -348,7 +348,16 @@ int vmt__record_init(vmt_thread_t *t, const vmt__thread_opts_t *o, vmt__thread_k
 /* Drops one internal reference; the last one frees the name and returns the record to the
  * pool (detaching its pthread if nobody joined it). */
 void vmt__record_unref(vmt_thread_t *t);
-/* Takes an internal reference if the record is live (magic set and refs > 0). */
+/* Whether a public call may act on t: a record (magic set) that is not stale. A record is
+ * stale once its thread has terminated with no user reference left (released by its creator
+ * and not retained, or an attached thread detached for the last time): nobody may hold the
+ * handle any more. The registry's own reference outlives that by a while (retired records are
+ * reclaimed in batches, registry.c), so without this check a call through a released handle
+ * would answer as for a live thread until the batch ran and -EINVAL after. A stale record
+ * never becomes valid again (retain refuses zero user references of a terminated thread). */
+bool vmt__handle_valid(const vmt_thread_t *t);
+/* Takes an internal reference if the record is live (magic set and refs > 0) and not stale
+ * (vmt__handle_valid). */
 bool vmt__record_ref_if_live(vmt_thread_t *t);
 /* Replaces t's name with name[0..len) (validated by the caller); with os_name, also the
  * kernel name kept in the record. 0 or -ENOMEM (the name is unchanged then). */

@@ -61,8 +61,7 @@ int vmt_thread_interrupt(vmt_thread_t *t) {
 }
 
 bool vmt_thread_is_interrupted(const vmt_thread_t *t) {
-  return t != NULL && __atomic_load_n(&t->magic, __ATOMIC_RELAXED) == VMT__THREAD_MAGIC &&
-         vmt__interrupt_pending(t);
+  return t != NULL && vmt__handle_valid(t) && vmt__interrupt_pending(t);
 }
 
 bool vmt__interrupt_consume(vmt_thread_t *t) {

@@ -117,7 +117,7 @@ int vmt_thread_set_park_blocker(const vmt_park_blocker_t *blocker) {
 }
 
 int vmt_unpark(vmt_thread_t *t) {
-  if (t == NULL || t->magic != VMT__THREAD_MAGIC) return -EINVAL;
+  if (t == NULL || !vmt__handle_valid(t)) return -EINVAL;
   /* seq_cst: against the sleeper's announcing CAS (it sees the permit, or we see it). */
   uint32_t v = atomic_fetch_or_explicit(&t->sync.park_permit, VMT__EVENT_PERMIT,
                                         memory_order_seq_cst);

@@ -96,7 +96,7 @@ int vmt_thread_set_timer_slack(int64_t ns) {
 int64_t vmt_thread_timer_slack(void) { return vmt_os_timer_slack(); }
 
 pid_t vmt_thread_tid(vmt_thread_t *t) {
-  if (t == NULL) return -EINVAL;
+  if (t == NULL || !vmt__handle_valid(t)) return -EINVAL;
   return vmt_os_thread_tid_wait(&t->os);
 }
 

@@ -105,14 +105,12 @@ void vmt_poll_slow(vmt_thread_t *self) {
 }
 
 const uint32_t *vmt_poll_word(vmt_thread_t *t) {
-  if (t == NULL || __atomic_load_n(&t->magic, __ATOMIC_RELAXED) != VMT__THREAD_MAGIC)
-    return NULL;
+  if (t == NULL || !vmt__handle_valid(t)) return NULL;
   return (const uint32_t *)&t->exec;
 }
 
 int vmt_exec_state(const vmt_thread_t *t) {
-  if (t == NULL || __atomic_load_n(&t->magic, __ATOMIC_RELAXED) != VMT__THREAD_MAGIC)
-    return -EINVAL;
+  if (t == NULL || !vmt__handle_valid(t)) return -EINVAL;
   return vmt__exec_state_of(t);
 }
 

@@ -108,8 +108,7 @@ int vmt_thread_resume(vmt_thread_t *t, vmt_suspend_reason_t reason) {
 }
 
 int vmt_thread_suspend_count(const vmt_thread_t *t) {
-  if (t == NULL || __atomic_load_n(&t->magic, __ATOMIC_RELAXED) != VMT__THREAD_MAGIC)
-    return -EINVAL;
+  if (t == NULL || !vmt__handle_valid(t)) return -EINVAL;
   return atomic_load_explicit(&((vmt_thread_t *)t)->vms.suspend_total, memory_order_acquire);
 }
 
