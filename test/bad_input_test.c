@@ -2,10 +2,17 @@
  * test/bad_input_test.c: every public function (include/vmthread/ headers) called with what a
  * careless or hostile caller passes: NULLs, invalid and unknown ids, negative depths and
  * timeouts, oversized and non-UTF-8 names, absurd stack sizes and priorities, unknown option
- * flags and enum values, stale (released) handles, double join and release, objects of the
- * wrong type, monitors exited, waited on or notified by a thread that does not own them. Each
- * call must give its documented answer: a defined error (or the Java "no answer" value) every
- * time, never a crash, and nothing changed.
+ * flags and enum values, stale handles (released threads, destroyed monitors and
+ * synchronizers, deleted TLS keys, removed hooks, a stopped or cleared profile), double join
+ * and release, objects of the wrong type, monitors exited, waited on or notified by a thread
+ * that does not own them, calls from the wrong thread (one that is not a runtime thread, a
+ * suspended one, one that did not begin the safepoint, a hook). Each call must give its
+ * documented answer: a defined error (or the Java "no answer" value) every time, never a
+ * crash, and nothing changed.
+ *
+ * Every export has a row: every_public_function_has_a_row reads the headers' exports
+ * (test/public_functions.txt, made at build time) and fails naming each one that no row calls
+ * and no commented exemption covers, as test/fork_calls_linux_test.c does for fork.
  *
  * The cases are a table: each row is the function, the input, the expected answer and the
  * actual one. The test fails on any difference and prints every row; scripts/reliability turns
@@ -15,7 +22,10 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -36,7 +46,7 @@ typedef struct row {
   char actual[48];
 } row_t;
 
-static row_t rows[400];
+static row_t rows[700];
 static size_t nrows, mismatches;
 
 static const char *errname(long rc) {
@@ -54,6 +64,10 @@ static const char *errname(long rc) {
     case -ESRCH: return "-ESRCH";
     case -ERANGE: return "-ERANGE";
     case -EIO: return "-EIO";
+    case -ENOENT:
+      return "-ENOENT";
+    case -EINTR:
+      return "-EINTR";
     default: return NULL;
   }
 }
@@ -780,6 +794,622 @@ static void management_functions(void **state) {
   fclose(sink);
 }
 
+/* ---- VM services (vmthread/vmservices.h) -------------------------------------------------- */
+static void hs_noop(vmt_thread_t *t, void *arg) { (void)t, (void)arg; }
+
+/* A thread that spins in NATIVE (no runtime call) until it has been suspended, then asks to
+ * suspend another thread: a suspended thread cannot (-EDEADLK). */
+typedef struct suspended_asker {
+  _Atomic int go, done;
+  vmt_thread_t *other;
+  int rc;
+} suspended_asker_t;
+
+static void *suspended_asker(void *arg) {
+  suspended_asker_t *a = arg;
+  while (atomic_load(&a->go) == 0) sched_yield();
+  a->rc = vmt_thread_suspend(a->other, VMT_SUSPEND_VM, 0, NULL);
+  atomic_store(&a->done, 1);
+  return NULL;
+}
+
+static void *foreign_safepoint_end(void *arg) {
+  *(int *)arg = vmt_safepoint_end(NULL);
+  return NULL;
+}
+
+static void vms_functions(void **state) {
+  (void)state;
+  str_is("vmt_exec_state_name", "99", "UNKNOWN", vmt_exec_state_name((vmt_exec_state_t)99));
+  str_is("vmt_exec_state_name", "-1", "UNKNOWN", vmt_exec_state_name((vmt_exec_state_t)-1));
+  rc_is("vmt_exec_state", "NULL", -EINVAL, vmt_exec_state(NULL));
+  rc_is("vmt_exec_enter", "not a runtime thread (main)", -EPERM, vmt_exec_enter(VMT_EXEC_MANAGED));
+  ptr_is_null("vmt_poll_word", "NULL", vmt_poll_word(NULL));
+  vmt_poll_slow(NULL);
+  survives("vmt_poll_slow", "NULL");
+  vmt_handshake_result_t res;
+  vmt_straggler_t sg;
+  rc_is("vmt_handshake_run", "target NULL", -EINVAL,
+        vmt_handshake_run(NULL, hs_noop, NULL, 0, &res));
+  rc_is("vmt_handshake_post", "target NULL", -EINVAL, vmt_handshake_post(NULL, hs_noop, NULL));
+  rc_is("vmt_handshake_run_all", "fn NULL", -EINVAL, vmt_handshake_run_all(NULL, NULL, 0, &res));
+  rc_is("vmt_handshake_run_all", "timeout_ns -1", -EINVAL,
+        vmt_handshake_run_all(hs_noop, NULL, -1, &res));
+  rc_is("vmt_handshake_run_all", "timeout_ns INT64_MIN", -EINVAL,
+        vmt_handshake_run_all(hs_noop, NULL, INT64_MIN, NULL));
+  rc_is("vmt_thread_suspend", "NULL", -EINVAL, vmt_thread_suspend(NULL, VMT_SUSPEND_VM, 0, &sg));
+  rc_is("vmt_thread_resume", "NULL", -EINVAL, vmt_thread_resume(NULL, VMT_SUSPEND_VM));
+  rc_is("vmt_thread_suspend_count", "NULL", -EINVAL, vmt_thread_suspend_count(NULL));
+  rc_is("vmt_thread_suspend_all", "reason 3 (COUNT)", -EINVAL,
+        vmt_thread_suspend_all(VMT_SUSPEND_REASON_COUNT, 0, &sg));
+  rc_is("vmt_thread_suspend_all", "reason -1", -EINVAL,
+        vmt_thread_suspend_all((vmt_suspend_reason_t)-1, 0, &sg));
+  rc_is("vmt_thread_suspend_all", "timeout_ns -1", -EINVAL,
+        vmt_thread_suspend_all(VMT_SUSPEND_VM, -1, &sg));
+  rc_is("vmt_thread_resume_all", "reason 3 (COUNT)", -EINVAL,
+        vmt_thread_resume_all(VMT_SUSPEND_REASON_COUNT));
+  rc_is("vmt_thread_resume_all", "reason -1", -EINVAL,
+        vmt_thread_resume_all((vmt_suspend_reason_t)-1));
+  rc_is("vmt_thread_resume_all", "nobody suspended (resumes 0)", 0,
+        vmt_thread_resume_all(VMT_SUSPEND_USER));
+
+  /* A live target, then bad arguments around it. */
+  vmt_thread_t *t = running_thread();
+  rc_is("vmt_handshake_run", "fn NULL", -EINVAL, vmt_handshake_run(t, NULL, NULL, 0, &res));
+  rc_is("vmt_handshake_run", "timeout_ns -1", -EINVAL,
+        vmt_handshake_run(t, hs_noop, NULL, -1, &res));
+  rc_is("vmt_handshake_post", "fn NULL", -EINVAL, vmt_handshake_post(t, NULL, NULL));
+  rc_is("vmt_thread_suspend", "reason 3 (COUNT)", -EINVAL,
+        vmt_thread_suspend(t, VMT_SUSPEND_REASON_COUNT, 0, &sg));
+  rc_is("vmt_thread_suspend", "reason -1", -EINVAL,
+        vmt_thread_suspend(t, (vmt_suspend_reason_t)-1, 0, &sg));
+  rc_is("vmt_thread_suspend", "timeout_ns -1", -EINVAL,
+        vmt_thread_suspend(t, VMT_SUSPEND_VM, -1, &sg));
+  rc_is("vmt_thread_resume", "never suspended", -EINVAL, vmt_thread_resume(t, VMT_SUSPEND_VM));
+  rc_is("vmt_thread_resume", "reason 3 (COUNT)", -EINVAL,
+        vmt_thread_resume(t, VMT_SUSPEND_REASON_COUNT));
+  value_is("vmt_thread_suspend_count", "after the refused calls", 0, vmt_thread_suspend_count(t));
+  assert_int_equal(vmt_thread_suspend(t, VMT_SUSPEND_DEBUGGER, 0, NULL), 0);
+  rc_is("vmt_thread_resume", "suspended for another reason", -EINVAL,
+        vmt_thread_resume(t, VMT_SUSPEND_USER));
+  assert_int_equal(vmt_thread_resume(t, VMT_SUSPEND_DEBUGGER), 0);
+  rc_is("vmt_thread_resume", "one resume too many", -EINVAL,
+        vmt_thread_resume(t, VMT_SUSPEND_DEBUGGER));
+  vmt_poll_slow(t);
+  survives("vmt_poll_slow", "another thread's handle (ignored)");
+
+  /* A suspended thread asks to suspend another. */
+  suspended_asker_t a = {.other = t};
+  vmt_thread_t *asker;
+  assert_int_equal(vmt_thread_start(&asker, suspended_asker, &a), 0);
+  assert_int_equal(vmt_thread_suspend(asker, VMT_SUSPEND_VM, 0, NULL), 0);
+  atomic_store(&a.go, 1);
+  while (atomic_load(&a.done) == 0) sched_yield();
+  rc_is("vmt_thread_suspend", "the caller is suspended", -EDEADLK, a.rc);
+  value_is("vmt_thread_suspend_count", "target of the refused suspend", 0,
+           vmt_thread_suspend_count(t));
+  assert_int_equal(vmt_thread_resume(asker, VMT_SUSPEND_VM), 0);
+  assert_int_equal(vmt_thread_join(asker, NULL), 0);
+  assert_int_equal(vmt_thread_release(asker), 0);
+  finish(t);
+
+  /* Safepoints: one at a time per coordinator, ended only by it. */
+  rc_is("vmt_safepoint_begin", "timeout_ns -1", -EINVAL, vmt_safepoint_begin(-1, NULL));
+  rc_is("vmt_safepoint_begin", "timeout_ns INT64_MIN", -EINVAL,
+        vmt_safepoint_begin(INT64_MIN, NULL));
+  rc_is("vmt_safepoint_end", "none in progress", -EPERM, vmt_safepoint_end(NULL));
+  value_is("vmt_safepoint_in_progress", "after the refused calls", 0, vmt_safepoint_in_progress());
+  assert_int_equal(vmt_safepoint_begin(0, NULL), 0);
+  rc_is("vmt_safepoint_begin", "the caller holds one", -EDEADLK, vmt_safepoint_begin(0, NULL));
+  int end_rc = 0;
+  pthread_t p;
+  assert_int_equal(pthread_create(&p, NULL, foreign_safepoint_end, &end_rc), 0);
+  pthread_join(p, NULL);
+  rc_is("vmt_safepoint_end", "from a thread that did not begin it", -EPERM, end_rc);
+  value_is("vmt_safepoint_in_progress", "held", 1, vmt_safepoint_in_progress());
+  assert_int_equal(vmt_safepoint_end(NULL), 0);
+  rc_is("vmt_safepoint_end", "second end", -EPERM, vmt_safepoint_end(NULL));
+
+  /* An exited thread (joined, still referenced), then the same record released. */
+  vmt_thread_t *e;
+  assert_int_equal(vmt_thread_start(&e, return_arg, NULL), 0);
+  assert_int_equal(vmt_thread_join(e, NULL), 0);
+  value_is("vmt_exec_state", "exited thread (EXITED)", VMT_EXEC_EXITED, vmt_exec_state(e));
+  rc_is("vmt_handshake_run", "exited thread", -ESRCH, vmt_handshake_run(e, hs_noop, NULL, 0, &res));
+  rc_is("vmt_handshake_post", "exited thread", -ESRCH, vmt_handshake_post(e, hs_noop, NULL));
+  rc_is("vmt_thread_suspend", "exited thread", -ESRCH,
+        vmt_thread_suspend(e, VMT_SUSPEND_VM, 0, &sg));
+  value_is("vmt_thread_suspend_count", "exited thread, after the refused suspend", 0,
+           vmt_thread_suspend_count(e));
+  assert_int_equal(vmt_thread_release(e), 0);
+  rc_is("vmt_exec_state", "released handle", -EINVAL, vmt_exec_state(e));
+  ptr_is_null("vmt_poll_word", "released handle", vmt_poll_word(e));
+  rc_is("vmt_handshake_run", "released handle", -EINVAL,
+        vmt_handshake_run(e, hs_noop, NULL, 0, &res));
+  rc_is("vmt_handshake_post", "released handle", -EINVAL, vmt_handshake_post(e, hs_noop, NULL));
+  rc_is("vmt_thread_suspend", "released handle", -EINVAL,
+        vmt_thread_suspend(e, VMT_SUSPEND_VM, 0, &sg));
+  rc_is("vmt_thread_resume", "released handle", -EINVAL, vmt_thread_resume(e, VMT_SUSPEND_VM));
+  rc_is("vmt_thread_suspend_count", "released handle", -EINVAL, vmt_thread_suspend_count(e));
+  vmt_poll_slow(e);
+  survives("vmt_poll_slow", "released handle");
+
+  vmt_thread_t *me;
+  assert_int_equal(vmt_thread_attach(NULL, &me), 0);
+  rc_is("vmt_exec_enter", "EXITED", -EINVAL, vmt_exec_enter(VMT_EXEC_EXITED));
+  rc_is("vmt_exec_enter", "99", -EINVAL, vmt_exec_enter((vmt_exec_state_t)99));
+  rc_is("vmt_exec_enter", "-1", -EINVAL, vmt_exec_enter((vmt_exec_state_t)-1));
+  value_is("vmt_exec_state", "self, after the refused enters (NATIVE)", VMT_EXEC_NATIVE,
+           vmt_exec_state(me));
+  assert_int_equal(vmt_thread_detach(), 0);
+}
+
+/* ---- the thread API of #15: interrupts, timed join, park, slack, stacks, TLS, hooks ------- */
+static int hook_remove_rc = 1;
+static void remover_hook(vmt_thread_t *t, void *ctx) {
+  (void)t;
+  hook_remove_rc = vmt_thread_hooks_remove(remover_hook, NULL, ctx);
+}
+static void quiet_hook(vmt_thread_t *t, void *ctx) { (void)t, (void)ctx; }
+
+static vmt_tls_key_t ended_key;
+static void *set_slot(void *arg) {
+  vmt_tls_set(ended_key, arg);
+  return NULL;
+}
+
+static void *timed_self_join(void *arg) {
+  *(int *)arg = vmt_thread_timed_join(vmt_thread_current(), 1000, NULL);
+  return NULL;
+}
+
+static void thread_api_functions(void **state) {
+  (void)state;
+  /* Interrupts. */
+  rc_is("vmt_thread_interrupt", "NULL", -EINVAL, vmt_thread_interrupt(NULL));
+  value_is("vmt_thread_is_interrupted", "NULL", 0, vmt_thread_is_interrupted(NULL));
+  value_is("vmt_thread_interrupted", "not a runtime thread (main)", 0, vmt_thread_interrupted());
+
+  /* Timed join. */
+  rc_is("vmt_thread_timed_join", "NULL", -EINVAL, vmt_thread_timed_join(NULL, 1000, NULL));
+  vmt_thread_t *t = running_thread();
+  rc_is("vmt_thread_timed_join", "timeout -1, alive", -ETIMEDOUT,
+        vmt_thread_timed_join(t, -1, NULL));
+  rc_is("vmt_thread_timed_join", "timeout INT64_MIN, alive", -ETIMEDOUT,
+        vmt_thread_timed_join(t, INT64_MIN, NULL));
+  rc_is("vmt_thread_timed_join", "timeout 1 us, alive", -ETIMEDOUT,
+        vmt_thread_timed_join(t, 1000, NULL));
+  rc_is("vmt_thread_set_name", "t NULL", -EINVAL, vmt_thread_set_name(NULL, "x"));
+  rc_is("vmt_thread_set_name", "name NULL", -EINVAL, vmt_thread_set_name(t, NULL));
+  rc_is("vmt_thread_set_name", "name \"\"", -EINVAL, vmt_thread_set_name(t, ""));
+  rc_is("vmt_thread_set_name", "name 0xFF", -EINVAL, vmt_thread_set_name(t, "\xff"));
+  memset(long_name, 'n', VMT_THREAD_NAME_MAX + 1);
+  long_name[VMT_THREAD_NAME_MAX + 1] = '\0';
+  rc_is("vmt_thread_set_name", "name of 4097 bytes", -EINVAL, vmt_thread_set_name(t, long_name));
+  char before[64], buf[64];
+  snprintf(before, sizeof(before), "%s", vmt_thread_name(t));
+  vmt_thread_get_name(t, buf, sizeof(buf));
+  add_row("vmt_thread_get_name", "after the refused renames", "the old name",
+          strcmp(buf, before) == 0 ? "the old name" : buf);
+  rc_is("vmt_thread_get_name", "t NULL", -EINVAL, vmt_thread_get_name(NULL, buf, sizeof(buf)));
+  rc_is("vmt_thread_get_name", "buf NULL, len 10", -EINVAL, vmt_thread_get_name(t, NULL, 10));
+  value_is("vmt_thread_get_name", "buf NULL, len 0 (the length)", (long long)strlen(before),
+           vmt_thread_get_name(t, NULL, 0));
+  char one[1] = {'x'};
+  vmt_thread_get_name(t, one, 1);
+  add_row("vmt_thread_get_name", "len 1", "\"\" (NUL-terminated)",
+          one[0] == '\0' ? "\"\" (NUL-terminated)" : "unterminated");
+  rc_is("vmt_thread_set_priority", "t NULL", -EINVAL, vmt_thread_set_priority(NULL, 5));
+  static const int bad_prio[] = {0, 11, -1, INT_MIN, INT_MAX};
+  for (size_t i = 0; i < sizeof(bad_prio) / sizeof(bad_prio[0]); i++) {
+    char what[48];
+    snprintf(what, sizeof(what), "priority %d", bad_prio[i]);
+    rc_is("vmt_thread_set_priority", what, -EINVAL, vmt_thread_set_priority(t, bad_prio[i]));
+  }
+  value_is("vmt_thread_priority", "after the refused sets", VMT_THREAD_NORM_PRIORITY,
+           vmt_thread_priority(t));
+  vmt_stack_info_t si;
+  rc_is("vmt_thread_stack_info", "t NULL", -EINVAL, vmt_thread_stack_info(NULL, &si));
+  rc_is("vmt_thread_stack_info", "out NULL", -EINVAL, vmt_thread_stack_info(t, NULL));
+  void *v = (void *)1;
+  rc_is("vmt_thread_tls_get", "t NULL", -EINVAL, vmt_thread_tls_get(NULL, 1, &v));
+  finish(t);
+
+  /* A thread that times out joining itself is refused first (-EDEADLK). */
+  int self_rc = 0;
+  assert_int_equal(vmt_thread_start(&t, timed_self_join, &self_rc), 0);
+  assert_int_equal(vmt_thread_join(t, NULL), 0);
+  rc_is("vmt_thread_timed_join", "the calling thread itself", -EDEADLK, self_rc);
+  rc_is("vmt_thread_timed_join", "second join", -EALREADY, vmt_thread_timed_join(t, 1000, NULL));
+  /* Interrupting a terminated thread sets its status (Java's isInterrupted of a dead thread). */
+  rc_is("vmt_thread_interrupt", "terminated (joined) thread", 0, vmt_thread_interrupt(t));
+  value_is("vmt_thread_is_interrupted", "terminated, interrupted", 1, vmt_thread_is_interrupted(t));
+  /* Nobody asked for its stack before the join: the stack is gone. */
+  rc_is("vmt_thread_stack_info", "joined before anyone asked", -ESRCH,
+        vmt_thread_stack_info(t, &si));
+  assert_int_equal(vmt_thread_release(t), 0);
+  /* t has terminated and its last user reference is gone: a stale handle, whether the
+   * registry still holds the record or it is back in the pool (nothing started since). */
+  rc_is("vmt_thread_interrupt", "released handle", -EINVAL, vmt_thread_interrupt(t));
+  value_is("vmt_thread_is_interrupted", "released handle", 0, vmt_thread_is_interrupted(t));
+  rc_is("vmt_thread_timed_join", "released handle", -EINVAL, vmt_thread_timed_join(t, 1000, NULL));
+  rc_is("vmt_thread_set_name", "released handle", -EINVAL, vmt_thread_set_name(t, "x"));
+  rc_is("vmt_thread_get_name", "released handle", -EINVAL,
+        vmt_thread_get_name(t, buf, sizeof(buf)));
+  rc_is("vmt_thread_set_priority", "released handle", -EINVAL, vmt_thread_set_priority(t, 5));
+  rc_is("vmt_thread_stack_info", "released handle", -EINVAL, vmt_thread_stack_info(t, &si));
+  rc_is("vmt_thread_tls_get", "released handle", -EINVAL, vmt_thread_tls_get(t, 1, &v));
+  rc_is("vmt_thread_tid", "released handle", -EINVAL, vmt_thread_tid(t));
+  rc_is("vmt_unpark", "released handle", -EINVAL, vmt_unpark(t));
+
+  /* Park and the park blocker, on a thread that is not a runtime thread (main)... */
+  rc_is("vmt_park_nanos", "not a runtime thread (main)", -EPERM, vmt_park_nanos(1000));
+  rc_is("vmt_park_until", "not a runtime thread (main)", -EPERM,
+        vmt_park_until(0, VMT_CLOCK_MONOTONIC));
+  rc_is("vmt_park_until", "clock 2, not a runtime thread", -EINVAL,
+        vmt_park_until(0, (vmt_clock_t)2));
+  vmt_park_blocker_t pb = {.class_name = "java.lang.Object", .identity_hash = 1, .owner_id = 0};
+  rc_is("vmt_thread_set_park_blocker", "not a runtime thread (main)", -EPERM,
+        vmt_thread_set_park_blocker(&pb));
+  rc_is("vmt_stack_guard_reenable", "not a runtime thread (main)", -EPERM,
+        vmt_stack_guard_reenable());
+  add_row("vmt_stack_bytes_left_slow", "not a runtime thread (main)", "SIZE_MAX",
+          vmt_stack_bytes_left_slow() == SIZE_MAX ? "SIZE_MAX" : "other");
+  add_row("vmt_stack_bytes_left", "not a runtime thread (main)", "SIZE_MAX",
+          vmt_stack_bytes_left() == SIZE_MAX ? "SIZE_MAX" : "other");
+  /* ...and on an attached one. */
+  vmt_thread_t *me;
+  assert_int_equal(vmt_thread_attach(NULL, &me), 0);
+  rc_is("vmt_park_nanos", "0 (returns at once)", -ETIMEDOUT, vmt_park_nanos(0));
+  rc_is("vmt_park_nanos", "-1", -ETIMEDOUT, vmt_park_nanos(-1));
+  rc_is("vmt_park_nanos", "INT64_MIN", -ETIMEDOUT, vmt_park_nanos(INT64_MIN));
+  assert_int_equal(vmt_unpark(me), 0);
+  rc_is("vmt_park_nanos", "-1, permit available (kept)", -ETIMEDOUT, vmt_park_nanos(-1));
+  rc_is("vmt_park_until", "deadline passed, permit available (consumed)", 0,
+        vmt_park_until(0, VMT_CLOCK_MONOTONIC));
+  rc_is("vmt_park_until", "deadline -1, monotonic", -ETIMEDOUT,
+        vmt_park_until(-1, VMT_CLOCK_MONOTONIC));
+  rc_is("vmt_park_until", "deadline INT64_MIN, realtime", -ETIMEDOUT,
+        vmt_park_until(INT64_MIN, VMT_CLOCK_REALTIME));
+  rc_is("vmt_park_until", "clock 2", -EINVAL, vmt_park_until(INT64_MAX, (vmt_clock_t)2));
+  rc_is("vmt_park_until", "clock -1", -EINVAL, vmt_park_until(INT64_MAX, (vmt_clock_t)-1));
+  pb.class_name = NULL;
+  rc_is("vmt_thread_set_park_blocker", "class_name NULL", -EINVAL,
+        vmt_thread_set_park_blocker(&pb));
+  pb = (vmt_park_blocker_t){.class_name = "x", .owner_id = -1};
+  rc_is("vmt_thread_set_park_blocker", "owner_id -1", -EINVAL, vmt_thread_set_park_blocker(&pb));
+  rc_is("vmt_thread_set_park_blocker", "NULL (clears)", 0, vmt_thread_set_park_blocker(NULL));
+  rc_is("vmt_stack_guard_reenable", "no guard zones", 0, vmt_stack_guard_reenable());
+  value_is("vmt_thread_interrupted", "never interrupted", 0, vmt_thread_interrupted());
+  rc_is("vmt_thread_set_timer_slack", "-1", -EINVAL, vmt_thread_set_timer_slack(-1));
+  rc_is("vmt_thread_set_timer_slack", "1 s + 1 ns", -EINVAL,
+        vmt_thread_set_timer_slack(VMT_THREAD_TIMER_SLACK_MAX_NS + 1));
+  rc_is("vmt_thread_set_timer_slack", "INT64_MIN", -EINVAL, vmt_thread_set_timer_slack(INT64_MIN));
+  add_row("vmt_thread_timer_slack", "after the refused sets", ">= 0",
+          vmt_thread_timer_slack() >= 0 ? ">= 0" : "< 0");
+  assert_int_equal(vmt_thread_detach(), 0);
+  rc_is("vmt_thread_set_default_timer_slack", "-1", -EINVAL,
+        vmt_thread_set_default_timer_slack(-1));
+  rc_is("vmt_thread_set_default_timer_slack", "1 s + 1 ns", -EINVAL,
+        vmt_thread_set_default_timer_slack(VMT_THREAD_TIMER_SLACK_MAX_NS + 1));
+  rc_is("vmt_thread_set_default_timer_slack", "INT64_MAX", -EINVAL,
+        vmt_thread_set_default_timer_slack(INT64_MAX));
+  value_is("vmt_thread_default_timer_slack", "after the refused sets",
+           VMT_THREAD_TIMER_SLACK_DEFAULT_NS, vmt_thread_default_timer_slack());
+
+  /* Options of #15: timer slack and guard zones. */
+  vmt_thread_options_t o = {.flags = VMT_THREAD_OPT_TIMER_SLACK, .timer_slack_ns = -1};
+  rc_is("vmt_thread_start_ex", "timer slack -1", -EINVAL, start_with(&o));
+  o.timer_slack_ns = VMT_THREAD_TIMER_SLACK_MAX_NS + 1;
+  rc_is("vmt_thread_start_ex", "timer slack 1 s + 1 ns", -EINVAL, start_with(&o));
+  me = (vmt_thread_t *)1;
+  rc_is("vmt_thread_attach", "timer slack -1", -EINVAL, vmt_thread_attach(&o, &me));
+  o = (vmt_thread_options_t){.flags = VMT_THREAD_OPT_STACK_GUARD,
+                             .stack_guard = {.red_size = SIZE_MAX}};
+  rc_is("vmt_thread_start_ex", "red zone SIZE_MAX", -EINVAL, start_with(&o));
+  o.stack_guard = (vmt_stack_guard_t){
+      .red_size = SIZE_MAX / 2, .yellow_size = SIZE_MAX / 2, .reserved_size = SIZE_MAX / 2};
+  rc_is("vmt_thread_start_ex", "zones SIZE_MAX / 2 each (sum wraps)", -EINVAL, start_with(&o));
+  o = (vmt_thread_options_t){.flags = VMT_THREAD_OPT_STACK_GUARD | VMT_THREAD_OPT_STACK_SIZE,
+                             .stack_size = 256 * 1024,
+                             .stack_guard = {.yellow_size = 256 * 1024}};
+  rc_is("vmt_thread_start_ex", "zones larger than the stack", -EINVAL, start_with(&o));
+  o = (vmt_thread_options_t){.flags = VMT_THREAD_OPT_STACK_GUARD,
+                             .stack_guard = {.red_size = 4096}};
+  rc_is("vmt_thread_attach", "guard zones (started threads only)", -EINVAL,
+        vmt_thread_attach(&o, &me));
+  ptr_is_null("vmt_thread_current", "after the refused attaches", vmt_thread_current());
+  str_is("vmt_stack_zone_name", "99", "none", vmt_stack_zone_name((vmt_stack_zone_t)99));
+  str_is("vmt_stack_zone_name", "-1", "none", vmt_stack_zone_name((vmt_stack_zone_t)-1));
+  vmt_stack_overflow_handler_set(NULL, NULL);
+  survives("vmt_stack_overflow_handler_set", "NULL (none set)");
+
+  /* TLS keys: NULL, out of range, deleted, all in use, from a thread without slots. */
+  rc_is("vmt_tls_key_create", "key NULL", -EINVAL, vmt_tls_key_create(NULL, NULL));
+  rc_is("vmt_tls_key_delete", "key 0", -EINVAL, vmt_tls_key_delete(0));
+  rc_is("vmt_tls_key_delete", "key VMT_TLS_KEYS_MAX", -EINVAL,
+        vmt_tls_key_delete(VMT_TLS_KEYS_MAX));
+  rc_is("vmt_tls_key_delete", "key UINT32_MAX", -EINVAL, vmt_tls_key_delete(UINT32_MAX));
+  rc_is("vmt_tls_set", "key 0", -EINVAL, vmt_tls_set(0, &v));
+  rc_is("vmt_tls_set", "key UINT32_MAX", -EINVAL, vmt_tls_set(UINT32_MAX, &v));
+  vmt_tls_key_t k;
+  assert_int_equal(vmt_tls_key_create(&k, NULL), 0);
+  rc_is("vmt_tls_set", "not a runtime thread (main)", -EPERM, vmt_tls_set(k, &v));
+  ptr_is_null("vmt_tls_get", "not a runtime thread (main)", vmt_tls_get(k));
+  assert_int_equal(vmt_thread_attach(NULL, &me), 0);
+  assert_int_equal(vmt_tls_set(k, &v), 0);
+  /* A thread that set its slot and ended: "NULL once t has ended". */
+  ended_key = k;
+  vmt_thread_t *ended;
+  assert_int_equal(vmt_thread_start(&ended, set_slot, &v), 0);
+  assert_int_equal(vmt_thread_join(ended, NULL), 0);
+  void *slot = &v;
+  rc_is("vmt_thread_tls_get", "ended thread", 0, vmt_thread_tls_get(ended, k, &slot));
+  ptr_is_null("vmt_thread_tls_get", "ended thread: *value", slot);
+  assert_int_equal(vmt_thread_release(ended), 0);
+  rc_is("vmt_thread_tls_get", "value NULL", -EINVAL, vmt_thread_tls_get(me, k, NULL));
+  rc_is("vmt_thread_tls_get", "key 0", -EINVAL, vmt_thread_tls_get(me, 0, &v));
+  ptr_is_null("vmt_tls_get", "key 0", vmt_tls_get(0));
+  ptr_is_null("vmt_tls_get", "key VMT_TLS_KEYS_MAX", vmt_tls_get(VMT_TLS_KEYS_MAX));
+  ptr_is_null("vmt_tls_get", "key UINT32_MAX", vmt_tls_get(UINT32_MAX));
+  assert_int_equal(vmt_tls_key_delete(k), 0);
+  rc_is("vmt_tls_key_delete", "deleted key (double delete)", -EINVAL, vmt_tls_key_delete(k));
+  rc_is("vmt_tls_set", "deleted key", -EINVAL, vmt_tls_set(k, &v));
+  ptr_is_null("vmt_tls_get", "deleted key", vmt_tls_get(k));
+  rc_is("vmt_thread_tls_get", "deleted key", -EINVAL, vmt_thread_tls_get(me, k, &v));
+  vmt_tls_key_t keys[VMT_TLS_KEYS_MAX];
+  size_t created = 0;
+  int rc;
+  while ((rc = vmt_tls_key_create(&keys[created], NULL)) == 0 && created < VMT_TLS_KEYS_MAX - 1)
+    created++;
+  rc_is("vmt_tls_key_create", "all 63 keys in use", -EAGAIN, rc);
+  for (size_t i = 0; i < created; i++) assert_int_equal(vmt_tls_key_delete(keys[i]), 0);
+  assert_int_equal(vmt_thread_detach(), 0);
+
+  /* Hooks: neither function, all slots in use, removing what is not there, from a hook. */
+  rc_is("vmt_thread_hooks_add", "both functions NULL", -EINVAL,
+        vmt_thread_hooks_add(NULL, NULL, NULL));
+  rc_is("vmt_thread_hooks_remove", "never added", -ENOENT,
+        vmt_thread_hooks_remove(quiet_hook, NULL, NULL));
+  rc_is("vmt_thread_hooks_remove", "both functions NULL", -ENOENT,
+        vmt_thread_hooks_remove(NULL, NULL, NULL));
+  int added = 0;
+  while ((rc = vmt_thread_hooks_add(quiet_hook, NULL, &keys[added])) == 0 && added < 64) added++;
+  rc_is("vmt_thread_hooks_add", "all VMT_THREAD_HOOKS_MAX slots in use", -EAGAIN, rc);
+  for (int i = 0; i < added; i++)
+    assert_int_equal(vmt_thread_hooks_remove(quiet_hook, NULL, &keys[i]), 0);
+  rc_is("vmt_thread_hooks_remove", "removed (double remove)", -ENOENT,
+        vmt_thread_hooks_remove(quiet_hook, NULL, &keys[0]));
+  rc_is("vmt_thread_hooks_remove", "another ctx than added", -ENOENT,
+        vmt_thread_hooks_remove(quiet_hook, NULL, &keys[1]));
+  assert_int_equal(vmt_thread_hooks_add(remover_hook, NULL, &hook_remove_rc), 0);
+  assert_int_equal(vmt_thread_start(&t, return_arg, NULL), 0);
+  assert_int_equal(vmt_thread_join(t, NULL), 0);
+  assert_int_equal(vmt_thread_release(t), 0);
+  assert_int_equal(vmt_thread_hooks_remove(remover_hook, NULL, &hook_remove_rc), 0);
+  rc_is("vmt_thread_hooks_remove", "from inside a hook", -EDEADLK, hook_remove_rc);
+
+  /* holds_lock: NULL, the other kind, held by nobody, held by another thread. */
+  rc_is("vmt_monitor_holds_lock", "NULL", -EINVAL, vmt_monitor_holds_lock(NULL));
+  rc_is("vmt_sync_holds_lock", "NULL", -EINVAL, vmt_sync_holds_lock(NULL));
+  vmt_monitor_t *m;
+  vmt_sync_t *s;
+  assert_int_equal(vmt_monitor_create(&m, "holds"), 0);
+  assert_int_equal(vmt_sync_create(&s, "holds"), 0);
+  rc_is("vmt_monitor_holds_lock", "a synchronizer passed as a monitor", -EINVAL,
+        vmt_monitor_holds_lock((const vmt_monitor_t *)s));
+  rc_is("vmt_sync_holds_lock", "a monitor passed as a synchronizer", -EINVAL,
+        vmt_sync_holds_lock((const vmt_sync_t *)m));
+  value_is("vmt_monitor_holds_lock", "not entered", 0, vmt_monitor_holds_lock(m));
+  value_is("vmt_sync_holds_lock", "not locked", 0, vmt_sync_holds_lock(s));
+  assert_int_equal(vmt_monitor_destroy(m), 0);
+  assert_int_equal(vmt_sync_destroy(s), 0);
+
+  /* Category usage. */
+  vmt_category_usage_t *usage = (vmt_category_usage_t *)1;
+  size_t n;
+  rc_is("vmt_mx_get_category_usage", "out NULL", -EINVAL, vmt_mx_get_category_usage(NULL, &n));
+  rc_is("vmt_mx_get_category_usage", "count NULL", -EINVAL,
+        vmt_mx_get_category_usage(&usage, NULL));
+  vmt_mx_category_usage_free(NULL);
+  survives("vmt_mx_category_usage_free", "NULL");
+}
+
+/* ---- the profiler (vmthread/profiler.h) ------------------------------------------------- */
+static void host_handler(int sig) { (void)sig; }
+
+static void profiler_functions(void **state) {
+  (void)state;
+  struct {
+    vmt_prof_options_t o;
+    const char *what;
+  } bad[] = {
+      {{.flags = 1u << 20}, "unknown flag"},
+      {{.flags = VMT_PROF_OPT_PERIOD, .period_ns = 0}, "period 0"},
+      {{.flags = VMT_PROF_OPT_PERIOD, .period_ns = -1}, "period -1"},
+      {{.flags = VMT_PROF_OPT_PERIOD, .period_ns = VMT_PROF_PERIOD_MAX_NS + 1},
+       "period 1 s + 1 ns"},
+      {{.flags = VMT_PROF_OPT_MAX_DEPTH, .max_depth = 0}, "max_depth 0"},
+      {{.flags = VMT_PROF_OPT_MAX_DEPTH, .max_depth = VMT_PROF_MAX_DEPTH_LIMIT + 1},
+       "max_depth 1025"},
+      {{.flags = VMT_PROF_OPT_BUFFER, .buffer_bytes = VMT_PROF_BUFFER_MIN - 1},
+       "buffer 4095 bytes"},
+      {{.flags = VMT_PROF_OPT_BUFFER, .buffer_bytes = UINT32_MAX}, "buffer UINT32_MAX bytes"},
+      {{.flags = VMT_PROF_OPT_SIGNAL, .signal = SIGKILL}, "signal SIGKILL"},
+      {{.flags = VMT_PROF_OPT_SIGNAL, .signal = SIGSEGV}, "signal SIGSEGV"},
+      {{.flags = VMT_PROF_OPT_SIGNAL, .signal = 0}, "signal 0"},
+      {{.flags = VMT_PROF_OPT_SIGNAL, .signal = -1}, "signal -1"},
+      {{.flags = VMT_PROF_OPT_SIGNAL, .signal = 33}, "signal 33 (glibc's own)"},
+      {{.flags = VMT_PROF_OPT_SIGNAL, .signal = NSIG}, "signal NSIG"},
+      {{.flags = VMT_PROF_OPT_MODE, .mode = (vmt_prof_mode_t)7}, "mode 7"},
+      {{.flags = VMT_PROF_OPT_MODE, .mode = (vmt_prof_mode_t)-1}, "mode -1"},
+  };
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+    rc_is("vmt_prof_start", bad[i].what, -EINVAL, vmt_prof_start(&bad[i].o));
+  value_is("vmt_prof_is_running", "after the refused starts", 0, vmt_prof_is_running());
+  str_is("vmt_prof_lost_cause_name", "VMT_PROF_LOST_BUFFER_FULL (a known cause)", "buffer_full",
+         vmt_prof_lost_cause_name(VMT_PROF_LOST_BUFFER_FULL));
+  str_is("vmt_prof_lost_cause_name", "VMT_PROF_LOST_COUNT", "NULL",
+         vmt_prof_lost_cause_name(VMT_PROF_LOST_COUNT));
+  str_is("vmt_prof_lost_cause_name", "-1", "NULL",
+         vmt_prof_lost_cause_name((vmt_prof_lost_cause_t)-1));
+  rc_is("vmt_prof_stop", "not running", 0, vmt_prof_stop());
+  rc_is("vmt_prof_clear", "no profile", 0, vmt_prof_clear());
+  vmt_prof_stats_t st;
+  vmt_prof_thread_stats_t ts;
+  char *text = (char *)1;
+  size_t len = 1;
+  rc_is("vmt_prof_get_stats", "NULL", -EINVAL, vmt_prof_get_stats(NULL));
+  rc_is("vmt_prof_get_stats", "no profile (all zero)", 0, vmt_prof_get_stats(&st));
+  rc_is("vmt_prof_get_thread_stats", "id 0", -EINVAL, vmt_prof_get_thread_stats(0, &ts));
+  rc_is("vmt_prof_get_thread_stats", "id -1", -EINVAL, vmt_prof_get_thread_stats(-1, &ts));
+  rc_is("vmt_prof_get_thread_stats", "out NULL", -EINVAL, vmt_prof_get_thread_stats(1, NULL));
+  rc_is("vmt_prof_get_thread_stats", "no profile", -ENOENT, vmt_prof_get_thread_stats(1, &ts));
+  rc_is("vmt_prof_write_collapsed", "out NULL", -EINVAL, vmt_prof_write_collapsed(NULL, 0));
+  rc_is("vmt_prof_write_collapsed", "an unknown flag", -EINVAL,
+        vmt_prof_write_collapsed(stdout, 1u << 9));
+  rc_is("vmt_prof_write_collapsed", "no profile", -ENOENT, vmt_prof_write_collapsed(stdout, 0));
+  rc_is("vmt_prof_collapsed_to_string", "out NULL", -EINVAL,
+        vmt_prof_collapsed_to_string(0, NULL, &len));
+  rc_is("vmt_prof_collapsed_to_string", "len NULL", -EINVAL,
+        vmt_prof_collapsed_to_string(0, &text, NULL));
+  rc_is("vmt_prof_collapsed_to_string", "an unknown flag", -EINVAL,
+        vmt_prof_collapsed_to_string(1u << 9, &text, &len));
+  rc_is("vmt_prof_collapsed_to_string", "no profile", -ENOENT,
+        vmt_prof_collapsed_to_string(0, &text, &len));
+  ptr_is_null("vmt_prof_collapsed_to_string", "no profile: *out", text);
+  rc_is("vmt_prof_write_flamegraph", "out NULL", -EINVAL, vmt_prof_write_flamegraph(NULL, NULL, 0));
+  rc_is("vmt_prof_write_flamegraph", "an unknown flag", -EINVAL,
+        vmt_prof_write_flamegraph(stdout, NULL, 1u << 9));
+  rc_is("vmt_prof_write_flamegraph", "no profile", -ENOENT,
+        vmt_prof_write_flamegraph(stdout, "t", 0));
+  rc_is("vmt_prof_write_table", "out NULL", -EINVAL, vmt_prof_write_table(NULL));
+  rc_is("vmt_prof_write_table", "no profile", -ENOENT, vmt_prof_write_table(stdout));
+
+  /* Signal control: unusable signals, the sampling signal, a host's handler, twice. */
+  rc_is("vmt_prof_disable_signal_control", "not enabled", 0, vmt_prof_disable_signal_control());
+  rc_is("vmt_prof_enable_signal_control", "signal 0", -EINVAL,
+        vmt_prof_enable_signal_control(0, NULL));
+  rc_is("vmt_prof_enable_signal_control", "SIGKILL", -EINVAL,
+        vmt_prof_enable_signal_control(SIGKILL, NULL));
+  rc_is("vmt_prof_enable_signal_control", "NSIG", -EINVAL,
+        vmt_prof_enable_signal_control(NSIG, NULL));
+  rc_is("vmt_prof_enable_signal_control", "the default sampling signal", -EINVAL,
+        vmt_prof_enable_signal_control(SIGRTMIN + 6, NULL));
+  struct sigaction host = {.sa_handler = host_handler}, old;
+  assert_int_equal(sigaction(SIGUSR2, &host, &old), 0);
+  rc_is("vmt_prof_enable_signal_control", "the host has a handler on it", -EBUSY,
+        vmt_prof_enable_signal_control(SIGUSR2, NULL));
+  assert_int_equal(sigaction(SIGUSR2, &old, NULL), 0);
+  assert_int_equal(vmt_prof_enable_signal_control(SIGUSR2, "/tmp/vmt-badinput-unused"), 0);
+  rc_is("vmt_prof_enable_signal_control", "already enabled", -EALREADY,
+        vmt_prof_enable_signal_control(SIGUSR1, NULL));
+  rc_is("vmt_prof_disable_signal_control", "enabled", 0, vmt_prof_disable_signal_control());
+
+  /* A running profile, then a stopped one. */
+  int started = vmt_prof_start(NULL);
+  const char *start_answer = "0 (-ENOTSUP without CPU timers)";
+  add_row("vmt_prof_start", "defaults", start_answer,
+          started == 0 || started == -ENOTSUP ? start_answer : "other");
+  if (started == 0) {
+    rc_is("vmt_prof_start", "running", -EALREADY, vmt_prof_start(NULL));
+    rc_is("vmt_prof_set_walker", "running", -EBUSY, vmt_prof_set_walker(NULL, NULL, NULL));
+    rc_is("vmt_prof_clear", "running", -EBUSY, vmt_prof_clear());
+    rc_is("vmt_prof_enable_signal_control", "the running profile's signal", -EINVAL,
+          vmt_prof_enable_signal_control(SIGRTMIN + 6, NULL));
+    rc_is("vmt_prof_stop", "running", 0, vmt_prof_stop());
+    rc_is("vmt_prof_stop", "stopped (idempotent)", 0, vmt_prof_stop());
+    value_is("vmt_prof_is_running", "stopped", 0, vmt_prof_is_running());
+    rc_is("vmt_prof_get_thread_stats", "stopped, unknown id", -ENOENT,
+          vmt_prof_get_thread_stats(INT64_MAX, &ts));
+    FILE *ro = fopen("/dev/null", "r");
+    assert_non_null(ro);
+    rc_is("vmt_prof_write_table", "stopped, stream opened for reading", -EIO,
+          vmt_prof_write_table(ro));
+    clearerr(ro);
+    rc_is("vmt_prof_write_flamegraph", "stopped, stream opened for reading", -EIO,
+          vmt_prof_write_flamegraph(ro, NULL, 0));
+    fclose(ro);
+    assert_int_equal(vmt_prof_clear(), 0);
+    rc_is("vmt_prof_write_table", "cleared", -ENOENT, vmt_prof_write_table(stdout));
+  }
+  rc_is("vmt_prof_set_walker", "NULL, NULL (none)", 0, vmt_prof_set_walker(NULL, NULL, NULL));
+}
+
+/* ---- every public function has a row ------------------------------------------------------ */
+/* Functions with no input that could be bad, so no row: each says why. A function named here
+ * that has a row, or that is no export, fails the check as much as an export without a row. */
+static const struct {
+  const char *fn, *why;
+} exempt[] = {
+    {NULL, NULL}, /* none today: every export has at least one row */
+};
+
+/* The headers' static inline calls: rows may name them although they are no exports. */
+static const char *const inline_calls[] = {"vmt_tls_get", "vmt_stack_bytes_left", "vmt_poll",
+                                           "vmt_poll_armed"};
+
+static bool has_row(const char *fn) {
+  for (size_t r = 0; r < nrows; r++)
+    if (strcmp(rows[r].fn, fn) == 0) return true;
+  return false;
+}
+
+static bool is_exempt(const char *fn) {
+  for (size_t i = 0; i < sizeof(exempt) / sizeof(exempt[0]); i++)
+    if (exempt[i].fn && strcmp(exempt[i].fn, fn) == 0) return true;
+  return false;
+}
+
+/* test/public_functions.txt: the headers' VMT_EXPORTs, one per line, made at build time. */
+static char exports[512][64];
+static size_t nexports;
+
+static bool is_export(const char *fn) {
+  for (size_t i = 0; i < nexports; i++)
+    if (strcmp(exports[i], fn) == 0) return true;
+  return false;
+}
+
+static void every_public_function_has_a_row(void **state) {
+  (void)state;
+  FILE *f = fopen("test/public_functions.txt", "r");
+  assert_non_null(f);
+  char line[128];
+  while (nexports < 512 && fgets(line, sizeof(line), f)) {
+    line[strcspn(line, "\n")] = '\0';
+    size_t len = strlen(line);
+    if (len > 0 && len < 64) memcpy(exports[nexports++], line, len + 1);
+  }
+  fclose(f);
+  assert_true(nexports > 50);
+  size_t missing = 0;
+  for (size_t i = 0; i < nexports; i++) {
+    if (has_row(exports[i]) || is_exempt(exports[i])) continue;
+    printf("MISSING public function %s has no row in test/bad_input_test.c\n", exports[i]);
+    missing++;
+  }
+  for (size_t i = 0; i < sizeof(exempt) / sizeof(exempt[0]); i++) {
+    if (exempt[i].fn == NULL) continue;
+    if (!is_export(exempt[i].fn) || has_row(exempt[i].fn)) {
+      printf("MISSING exemption %s: %s\n", exempt[i].fn,
+             is_export(exempt[i].fn) ? "has a row: drop the exemption" : "is no export");
+      missing++;
+    }
+  }
+  for (size_t r = 0; r < nrows; r++) {
+    bool known = is_export(rows[r].fn);
+    for (size_t i = 0; i < sizeof(inline_calls) / sizeof(inline_calls[0]) && !known; i++)
+      known = strcmp(inline_calls[i], rows[r].fn) == 0;
+    if (!known && (r == 0 || strcmp(rows[r - 1].fn, rows[r].fn) != 0)) {
+      printf("MISSING row %s(%s) names no public function\n", rows[r].fn, rows[r].input);
+      missing++;
+    }
+  }
+  print_message("%zu public functions, %zu rows\n", nexports, nrows);
+  assert_int_equal(missing, 0);
+}
+
 /* ---- the table, published ----------------------------------------------------------------- */
 static void publish(void **state) {
   (void)state;
@@ -804,6 +1434,10 @@ int main(void) {
       cmocka_unit_test(clock_functions),
       cmocka_unit_test(monitor_functions),
       cmocka_unit_test(management_functions),
+      cmocka_unit_test(vms_functions),
+      cmocka_unit_test(thread_api_functions),
+      cmocka_unit_test(profiler_functions),
+      cmocka_unit_test(every_public_function_has_a_row),
       cmocka_unit_test(publish),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,6 @@
 /*
  * test/profiler_linux_test.c: the CPU-time profiler (include/vmthread/profiler.h) through its
- * public API: bad input; the weighting contract on threads of known CPU time at 4, 10 and 20
+ * public API: the weighting contract on threads of known CPU time at 4, 10 and 20
  * ms; 10^4 thread lifetimes during sampling with every sample attributed to its own thread;
  * stop while signals are in flight (no handler work after stop returns, no signal left to kill
  * the process); fork while profiling; native stacks; the three outputs; the signal control.
@@ -57,52 +57,8 @@ static vmt_prof_options_t period_opts(int64_t period_ns) {
   return o;
 }
 
-/* ---- Bad input --------------------------------------------------------------------------- */
-static void test_bad_options(void **state) {
-  (void)state;
-  struct {
-    vmt_prof_options_t o;
-    const char *what;
-  } bad[] = {
-      {{.flags = 1u << 20}, "unknown flag"},
-      {{.flags = VMT_PROF_OPT_PERIOD, .period_ns = 0}, "period 0"},
-      {{.flags = VMT_PROF_OPT_PERIOD, .period_ns = VMT_PROF_PERIOD_MIN_NS - 1}, "period < min"},
-      {{.flags = VMT_PROF_OPT_PERIOD, .period_ns = VMT_PROF_PERIOD_MAX_NS + 1}, "period > max"},
-      {{.flags = VMT_PROF_OPT_MAX_DEPTH, .max_depth = 0}, "depth 0"},
-      {{.flags = VMT_PROF_OPT_MAX_DEPTH, .max_depth = VMT_PROF_MAX_DEPTH_LIMIT + 1}, "depth"},
-      {{.flags = VMT_PROF_OPT_BUFFER, .buffer_bytes = VMT_PROF_BUFFER_MIN - 1}, "buffer"},
-      {{.flags = VMT_PROF_OPT_BUFFER, .buffer_bytes = VMT_PROF_BUFFER_MAX + 1}, "buffer"},
-      {{.flags = VMT_PROF_OPT_SIGNAL, .signal = SIGKILL}, "SIGKILL"},
-      {{.flags = VMT_PROF_OPT_SIGNAL, .signal = SIGSEGV}, "SIGSEGV"},
-      {{.flags = VMT_PROF_OPT_SIGNAL, .signal = 0}, "signal 0"},
-      {{.flags = VMT_PROF_OPT_SIGNAL, .signal = 33}, "glibc's own real-time signal"},
-      {{.flags = VMT_PROF_OPT_SIGNAL, .signal = NSIG}, "signal NSIG"},
-      {{.flags = VMT_PROF_OPT_MODE, .mode = (vmt_prof_mode_t)7}, "mode"},
-      {{.flags = VMT_PROF_OPT_MODE, .mode = (vmt_prof_mode_t)-1}, "negative mode"},
-  };
-  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-    int rc = vmt_prof_start(&bad[i].o);
-    if (rc != -EINVAL) fail_msg("%s: start answered %d, not -EINVAL", bad[i].what, rc);
-    assert_false(vmt_prof_is_running());
-  }
-  assert_int_equal(vmt_prof_stop(), 0);   /* not running: nothing to do */
-  assert_int_equal(vmt_prof_clear(), 0);
-  assert_int_equal(vmt_prof_write_collapsed(stdout, 0), -ENOENT);
-  assert_int_equal(vmt_prof_write_collapsed(NULL, 0), -EINVAL);
-  assert_int_equal(vmt_prof_write_table(NULL), -EINVAL);
-  assert_int_equal(vmt_prof_write_flamegraph(NULL, NULL, 0), -EINVAL);
-  char *s = (char *)1;
-  size_t len = 1;
-  assert_int_equal(vmt_prof_collapsed_to_string(0, &s, &len), -ENOENT);
-  assert_null(s);
-  assert_int_equal(vmt_prof_collapsed_to_string(0, NULL, &len), -EINVAL);
-  assert_int_equal(vmt_prof_get_stats(NULL), -EINVAL);
-  vmt_prof_thread_stats_t ts;
-  assert_int_equal(vmt_prof_get_thread_stats(0, &ts), -EINVAL);
-  assert_int_equal(vmt_prof_get_thread_stats(1, NULL), -EINVAL);
-  assert_null(vmt_prof_lost_cause_name(VMT_PROF_LOST_COUNT));
-  assert_string_equal(vmt_prof_lost_cause_name(VMT_PROF_LOST_BUFFER_FULL), "buffer_full");
-}
+/* Bad input (options, NULLs, no profile, a stopped one, signal control) is in
+ * test/bad_input_test.c, with every other public function's. */
 
 static void host_handler(int sig) { (void)sig; }
 
@@ -794,7 +750,6 @@ static void test_host_handler_installed_over_ours_survives(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_bad_options),
       cmocka_unit_test(test_refuses_host_signal_and_double_start),
       cmocka_unit_test(test_accuracy_1ms),
       cmocka_unit_test(test_accuracy_4ms),
