@@ -35,6 +35,10 @@ typedef enum vmt__fault_site {
    * handshake or begins a safepoint while the thread is half-way out
    * (test/vms_exit_internal_test.c). */
   VMT__FAULT_THREAD_EXITING,
+  /* vmservices/state.c, at the entry of a transition's slow path (a flag was set, or leaving a
+   * safe state found a safepoint): a hook there sees the thread at the instant it has learnt it
+   * must wait, and can queue work for it then (test/vms_safe_region_internal_test.c). */
+  VMT__FAULT_EXEC_SLOW,
   VMT__FAULT_SITE_COUNT,
 } vmt__fault_site_t;
 

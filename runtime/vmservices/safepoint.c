@@ -175,14 +175,16 @@ int vmt_safepoint_begin(int64_t timeout_ns, vmt_safepoint_stats_t *stats) {
     if (t == self) continue;
     examined++;
     uint32_t w = atomic_load_explicit(&t->exec, memory_order_seq_cst);
-    if (vmt__exec_is_safe(w & VMT__EXEC_STATE_MASK)) continue;
+    if (!vmt__exec_may_run(w)) continue;
     /* A record of a thread that has left (or, after fork, of another process's thread). */
     if (atomic_load_explicit(&t->registry_state, memory_order_relaxed) != VMT__REG_IN) continue;
-    while (!vmt__exec_is_safe(w & VMT__EXEC_STATE_MASK) && !(w & VMT__EXEC_SAFEPOINT) &&
+    /* Unsafe, or leaving a safe state (it may have read the word before we set it): armed, the
+     * leaver's last CAS fails and it arrives without having left. */
+    while (vmt__exec_may_run(w) && !(w & VMT__EXEC_SAFEPOINT) &&
            !atomic_compare_exchange_weak_explicit(&t->exec, &w, w | VMT__EXEC_SAFEPOINT,
                                                   memory_order_seq_cst, memory_order_relaxed)) {
     }
-    if (vmt__exec_is_safe(w & VMT__EXEC_STATE_MASK)) continue;   /* it became safe */
+    if (!vmt__exec_may_run(w)) continue;   /* it became safe */
     t->vms.sp_next = armed;
     armed = t;
     running++;

@@ -11,9 +11,12 @@
  *               counts the arrival).
  *   safe now    a move to another safe state is a CAS of the state bits whatever the flags; a
  *               move to an unsafe one waits for PROCESSING and SUSPEND to clear (own word),
- *               counts an arrival if armed, waits out a safepoint (safepoint word), then CASes
- *               and reads the safepoint word again (Dekker, see vmservices_impl.h).
+ *               counts an arrival if armed, waits out a safepoint (safepoint word), then
+ *               announces LEAVING, reads the safepoint word again (Dekker, see
+ *               vmservices_impl.h) and only then CASes to `to`; anything in between takes the
+ *               announcement back and goes round again.
  */
+#include "runtime/fault.h"
 #include "runtime/vmservices/vmservices_impl.h"
 
 /* Sleeps on the thread's own word until PROCESSING and SUSPEND are clear; w is the value
@@ -29,8 +32,20 @@ static void wait_own(vmt_thread_t *t, uint32_t w) {
   vmt_os_futex_wait(&t->exec, w, VMT_OS_NO_DEADLINE);
 }
 
+/* Takes back the thread's announcement that it leaves its safe state (it stays there). A
+ * coordinator that armed it meanwhile counted it as one to wait for: it arrives now. */
+static void take_back_leaving(vmt_thread_t *t) {
+  uint32_t old = atomic_fetch_and_explicit(&t->exec, ~(VMT__EXEC_LEAVING | VMT__EXEC_SAFEPOINT),
+                                           memory_order_seq_cst);
+  if (old & VMT__EXEC_SAFEPOINT) vmt__sp_arrive(t);
+}
+
 void vmt__exec_move_slow(vmt_thread_t *t, uint32_t to, _Atomic uint32_t *pass_wake) {
+  (void)vmt__fault_hit(VMT__FAULT_EXEC_SLOW);   /* a hook point only */
   vmt__vms_mark_safe(t);
+  /* The fast path's way out (vmt__exec_leave_safe) met a safepoint or a flag. */
+  if (atomic_load_explicit(&t->exec, memory_order_relaxed) & VMT__EXEC_LEAVING)
+    take_back_leaving(t);
   for (;;) {
     uint32_t w = atomic_load_explicit(&t->exec, memory_order_acquire);
     uint32_t s = w & VMT__EXEC_STATE_MASK;
@@ -81,12 +96,20 @@ void vmt__exec_move_slow(vmt_thread_t *t, uint32_t to, _Atomic uint32_t *pass_wa
       vmt__sp_wait_end(VMT_OS_NO_DEADLINE);
       continue;
     }
-    if (!atomic_compare_exchange_strong_explicit(&t->exec, &w, (keep & ~VMT__EXEC_WAITER) | to,
-                                                 memory_order_seq_cst, memory_order_relaxed))
+    /* Free to go: the way out of vmt__exec_leave_safe, with the flags kept. */
+    uint32_t lw = (w & ~VMT__EXEC_WAITER) | VMT__EXEC_LEAVING;
+    if (!atomic_compare_exchange_strong_explicit(&t->exec, &w, lw, memory_order_seq_cst,
+                                                 memory_order_relaxed))
       continue;
-    /* Unsafe now. Done unless a safepoint began meanwhile (the Dekker re-read) or operations
-     * are queued: the unsafe branch handles both. */
-    if ((w & VMT__EXEC_HANDSHAKE) == 0 && !vmt__sp_holds(t)) return;
+    if (vmt__sp_holds(t) ||
+        !atomic_compare_exchange_strong_explicit(
+            &t->exec, &lw, (lw & ~(VMT__EXEC_STATE_MASK | VMT__EXEC_LEAVING)) | to,
+            memory_order_seq_cst, memory_order_relaxed)) {
+      take_back_leaving(t);
+      continue;
+    }
+    /* Unsafe now. Done unless operations are queued: the unsafe branch runs them. */
+    if ((lw & VMT__EXEC_HANDSHAKE) == 0) return;
   }
 }
 

@@ -24,23 +24,31 @@
  * Bits 0-2: vmt_exec_state_t. Flags: HANDSHAKE (operations queued), SUSPEND (suspend count >
  * 0), SAFEPOINT (armed and counted by the safepoint coordinator), PROCESSING (a requester runs
  * operations on the thread's behalf; only ever set while the state is safe), WAITER (the
- * thread sleeps on this word for PROCESSING or SUSPEND to clear). The poll tests the first
- * three (VMT_POLL_MASK). Only the thread changes its state bits; others set and clear flags
- * with atomic OR/AND, so every write of the thread is a compare-and-swap of the whole word. */
+ * thread sleeps on this word for PROCESSING or SUSPEND to clear), LEAVING (the thread, still in
+ * its safe state, is on its way out to an unsafe one: it reads the safepoint word next; only
+ * the thread sets and clears it). The poll tests the first three (VMT_POLL_MASK). Only the
+ * thread changes its state bits; others set and clear flags with atomic OR/AND, so every write
+ * of the thread is a compare-and-swap of the whole word. */
 #define VMT__EXEC_STATE_MASK 0x7u
 #define VMT__EXEC_HANDSHAKE (1u << 8)
 #define VMT__EXEC_SUSPEND (1u << 9)
 #define VMT__EXEC_SAFEPOINT (1u << 10)
 #define VMT__EXEC_PROCESSING (1u << 11)
 #define VMT__EXEC_WAITER (1u << 12)
+#define VMT__EXEC_LEAVING (1u << 13)
 #define VMT__EXEC_FLAGS (VMT__EXEC_HANDSHAKE | VMT__EXEC_SUSPEND | VMT__EXEC_SAFEPOINT | \
-                         VMT__EXEC_PROCESSING | VMT__EXEC_WAITER)
+                         VMT__EXEC_PROCESSING | VMT__EXEC_WAITER | VMT__EXEC_LEAVING)
 _Static_assert(VMT_POLL_MASK == (VMT__EXEC_HANDSHAKE | VMT__EXEC_SUSPEND | VMT__EXEC_SAFEPOINT),
                "the public poll mask is the pending-work flags");
 
 /* Safe states: the thread touches no managed state there (NATIVE, BLOCKED, EXITED). */
 static inline bool vmt__exec_is_safe(uint32_t state) {
   return state != VMT_EXEC_MANAGED && state != VMT_EXEC_VM;
+}
+/* What a safepoint must wait for: a thread in an unsafe state, or one on its way out of a safe
+ * state (which may not have seen the safepoint). */
+static inline bool vmt__exec_may_run(uint32_t word) {
+  return !vmt__exec_is_safe(word & VMT__EXEC_STATE_MASK) || (word & VMT__EXEC_LEAVING);
 }
 
 /* The safepoint word: bit 0 set while a safepoint is being reached or held, bit 1 when
@@ -55,18 +63,39 @@ extern _Atomic uint32_t vmt__sp_word;
  * meant for whoever takes a lock is not held by a thread that cannot take it now (a suspended
  * monitor contender). */
 void vmt__exec_move_slow(vmt_thread_t *t, uint32_t to, _Atomic uint32_t *pass_wake);
+
+/* Out of a safe state (word w, no flag set) into the unsafe state `to`, in three steps
+ * (HotSpot's _thread_blocked_trans and _thread_in_native_trans): announce LEAVING with the
+ * state bits still safe, read the safepoint word, then take the new state. seq_cst on the
+ * first two: they pair with the coordinator's store of the safepoint word, then its load of
+ * ours (Dekker): if it read us without LEAVING, we read its safepoint. The state bits never
+ * show an unsafe state the thread is not allowed in, so a thread held by a safepoint reads safe
+ * throughout and never runs operations queued for it meanwhile. false: a safepoint is on, or a
+ * flag came in between; the slow path takes LEAVING back and waits. */
+static inline bool vmt__exec_leave_safe(vmt_thread_t *t, uint32_t w, uint32_t to) {
+  uint32_t lw = w | VMT__EXEC_LEAVING;
+  return atomic_compare_exchange_strong_explicit(&t->exec, &w, lw, memory_order_seq_cst,
+                                                 memory_order_relaxed) &&
+         (atomic_load_explicit(&vmt__sp_word, memory_order_seq_cst) & VMT__SP_ACTIVE) == 0 &&
+         atomic_compare_exchange_strong_explicit(
+             &t->exec, &lw, (lw & ~(VMT__EXEC_STATE_MASK | VMT__EXEC_LEAVING)) | to,
+             memory_order_seq_cst, memory_order_relaxed);
+}
+
 static inline int vmt__exec_move(vmt_thread_t *t, uint32_t to, _Atomic uint32_t *pass_wake) {
   uint32_t w = atomic_load_explicit(&t->exec, memory_order_relaxed);
   uint32_t from = w & VMT__EXEC_STATE_MASK;
-  /* seq_cst on both: the store of an unsafe state, then the load of the safepoint word, pair
-   * with the coordinator's store of the word, then its load of our state (Dekker): if it read
-   * us as safe, we read its safepoint and stop. */
-  if ((w & VMT__EXEC_FLAGS) == 0 &&
-      atomic_compare_exchange_strong_explicit(&t->exec, &w, (w & ~VMT__EXEC_STATE_MASK) | to,
-                                              memory_order_seq_cst, memory_order_relaxed) &&
-      (vmt__exec_is_safe(to) || !vmt__exec_is_safe(from) ||
-       (atomic_load_explicit(&vmt__sp_word, memory_order_seq_cst) & VMT__SP_ACTIVE) == 0))
-    return (int)from;
+  if ((w & VMT__EXEC_FLAGS) == 0) {
+    /* Into a safe state, or between unsafe ones: nothing to check, the coordinator already
+     * waits for an unsafe thread. */
+    if (vmt__exec_is_safe(to) || !vmt__exec_is_safe(from)) {
+      if (atomic_compare_exchange_strong_explicit(&t->exec, &w, (w & ~VMT__EXEC_STATE_MASK) | to,
+                                                  memory_order_seq_cst, memory_order_relaxed))
+        return (int)from;
+    } else if (vmt__exec_leave_safe(t, w, to)) {
+      return (int)from;
+    }
+  }
   vmt__exec_move_slow(t, to, pass_wake);
   return (int)from;
 }

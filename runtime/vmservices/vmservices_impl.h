@@ -20,9 +20,10 @@
  *   no requester ever waits on a queue nobody will look at.
  * - Safepoints (safepoint.c): the coordinator sets the safepoint word (seq_cst), then reads
  *   every record's exec word once. Safe threads are not touched: when one leaves its safe state
- *   it stores its new state (seq_cst CAS) and then reads the safepoint word, so of the two
- *   (coordinator, thread) at least one sees the other (Dekker). Only unsafe threads are armed
- *   (SAFEPOINT, by CAS) and counted; each arrival is one atomic decrement, and the last one wakes
+ *   it announces LEAVING (seq_cst CAS, state bits still safe) and then reads the safepoint word,
+ *   so of the two (coordinator, thread) at least one sees the other (Dekker); it takes its
+ *   unsafe state only after that read, so a held thread never shows one. Only unsafe and
+ *   leaving threads are armed (SAFEPOINT, by CAS) and counted; each arrival is one atomic decrement, and the last one wakes
  *   the coordinator's futex. The end clears the word and wakes every waiter with one broadcast.
  *   The cost of an idle thread is one load (loads of many records overlap their misses).
  * - Suspension (suspend.c): a count per reason under one lock, and SUSPEND in the word while
