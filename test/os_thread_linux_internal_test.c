@@ -32,23 +32,41 @@
 #include "vmthread.h"
 
 /* A raw pthread that reports its tid, optionally marks itself exiting, then parks until
- * released. */
+ * released. It parks blocked on a condition variable, not in a sleep loop: the tests compare
+ * its CPU time with the caller's, and a loop that wakes every few hundred microseconds costs
+ * CPU in proportion to wall-clock time (under TSan on a loaded machine, as much as the 60 ms
+ * the caller burns: live_thread_reads_its_own_time_not_the_callers failed 1 run in 20). */
 typedef struct child {
   pthread_t handle;
   vmt_os_thread_t ot;
   _Atomic pid_t gettid;
-  _Atomic int stage;        /* 1: ready (after its own work), 2: may leave */
+  pthread_mutex_t lock;
+  pthread_cond_t changed;
+  int stage;                /* 1: ready (after its own work), 2: may leave; under lock */
   bool mark_exiting;
   int burn_ms;
 } child_t;
+
+static void child_set_stage(child_t *c, int stage) {
+  pthread_mutex_lock(&c->lock);
+  c->stage = stage;
+  pthread_cond_broadcast(&c->changed);
+  pthread_mutex_unlock(&c->lock);
+}
+
+static void child_await_stage(child_t *c, int stage) {
+  pthread_mutex_lock(&c->lock);
+  while (c->stage != stage) pthread_cond_wait(&c->changed, &c->lock);
+  pthread_mutex_unlock(&c->lock);
+}
 
 static void *child_main(void *arg) {
   child_t *c = arg;
   atomic_store(&c->gettid, (pid_t)syscall(SYS_gettid));
   if (c->burn_ms) burn_cpu_ms(c->burn_ms);
   if (c->mark_exiting) vmt_os_thread_mark_exiting(&c->ot);
-  atomic_store(&c->stage, 1);
-  while (atomic_load(&c->stage) != 2) usleep(200);
+  child_set_stage(c, 1);
+  child_await_stage(c, 2);
   return NULL;
 }
 
@@ -56,18 +74,20 @@ static void child_start(child_t *c, bool mark_exiting, int burn_ms) {
   memset(c, 0, sizeof(*c));
   c->mark_exiting = mark_exiting;
   c->burn_ms = burn_ms;
+  pthread_mutex_init(&c->lock, NULL);
+  pthread_cond_init(&c->changed, NULL);
   assert_int_equal(pthread_create(&c->handle, NULL, child_main, c), 0);
   assert_int_equal(vmt_os_thread_bind(&c->ot, c->handle), 0);
 }
 
-static void child_wait_ready(child_t *c) {
-  while (atomic_load(&c->stage) != 1) usleep(200);
-}
+static void child_wait_ready(child_t *c) { child_await_stage(c, 1); }
 
 static void child_finish(child_t *c) {
   child_wait_ready(c);   /* else its "ready" store could overwrite the release */
-  atomic_store(&c->stage, 2);
+  child_set_stage(c, 2);
   assert_int_equal(pthread_join(c->handle, NULL), 0);
+  pthread_cond_destroy(&c->changed);
+  pthread_mutex_destroy(&c->lock);
 }
 
 static int setup(void **state) {
@@ -439,6 +459,8 @@ static void getcpuclockid_fault_leaves_the_record_unbound(void **state) {
   (void)state;
   child_t c;
   memset(&c, 0, sizeof(c));
+  pthread_mutex_init(&c.lock, NULL);
+  pthread_cond_init(&c.changed, NULL);
   assert_int_equal(pthread_create(&c.handle, NULL, child_main, &c), 0);
   vmt__fault_arm(VMT__FAULT_GETCPUCLOCKID, 0, 1, ESRCH);
   assert_int_equal(vmt_os_thread_bind(&c.ot, c.handle), -ESRCH);
