@@ -21,6 +21,7 @@
 
 #include "os_linux/tsc_impl.h"
 #include "runtime/os.h"
+#include "test/clock_util.h"
 #include "test/thread_util.h"
 #include "vmthread/clock.h"
 
@@ -522,6 +523,7 @@ static void concurrent_readers_stay_monotonic_across_recalibrations(void **state
   /* Recalibrate on schedule every 20 us instead of every 1 s: the readers themselves trigger
    * hundreds of recalibrations (trylock, publication) while they read. */
   c.max_interval_ns = 20000;
+  uint64_t base = atomic_load(&c.recalibrations);
   race_t r = {.clock = &c};
   pthread_t th[2];
   r.cached = false;
@@ -529,14 +531,20 @@ static void concurrent_readers_stay_monotonic_across_recalibrations(void **state
   race_t rc = r;
   rc.cached = true;
   assert_int_equal(pthread_create(&th[1], NULL, reader, &rc), 0);
-  usleep(150000);
+  /* Until the readers have brought about 100 recalibrations: a count, not a span of time (150
+   * ms gave two readers too little CPU for 100 on the loaded 2-core VM under TSan, 1 run in
+   * 30). The deadline only stops a run that would never get there. */
+  int64_t deadline = test_clock_ns(CLOCK_MONOTONIC) + 60LL * 1000 * 1000 * 1000;
+  while (atomic_load(&c.recalibrations) - base < 100 &&
+         test_clock_ns(CLOCK_MONOTONIC) < deadline)
+    usleep(1000);
   atomic_store(&r.stop, 1);
   atomic_store(&rc.stop, 1);
   pthread_join(th[0], NULL);
   pthread_join(th[1], NULL);
   assert_int_equal(atomic_load(&r.failures), 0);
   assert_int_equal(atomic_load(&rc.failures), 0);
-  assert_true(atomic_load(&c.recalibrations) >= 100);
+  assert_true(atomic_load(&c.recalibrations) - base >= 100);
   vmt_os__tsc_clock_destroy(&c);
 }
 
