@@ -55,14 +55,6 @@ typedef struct asker {
   _Atomic bool started;
 } asker_t;
 
-/* Waits (in a thread that is not cmocka's) until cond or 10 s; false on the deadline. */
-#define WAIT_UNTIL(cond)                                                          \
-  ({                                                                              \
-    int64_t wu_deadline_ = test_clock_ns(CLOCK_MONOTONIC) + 10 * VMS_SECOND;      \
-    while (!(cond) && test_clock_ns(CLOCK_MONOTONIC) < wu_deadline_) sched_yield(); \
-    (bool)(cond);                                                                 \
-  })
-
 static void *ask(void *arg) {
   asker_t *a = arg;
   atomic_store(&a->started, true);

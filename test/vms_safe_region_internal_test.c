@@ -19,14 +19,6 @@
 #include "runtime/vmservices/vmservices_impl.h"
 #include "test/vms_util.h"
 
-/* Waits (in a thread that is not cmocka's) until cond or 10 s; false on the deadline. */
-#define WAIT_UNTIL(cond)                                                            \
-  ({                                                                                \
-    int64_t wu_deadline_ = test_clock_ns(CLOCK_MONOTONIC) + 10 * VMS_SECOND;        \
-    while (!(cond) && test_clock_ns(CLOCK_MONOTONIC) < wu_deadline_) sched_yield();  \
-    (bool)(cond);                                                                   \
-  })
-
 static struct {
   vmt_thread_t *target;
   _Atomic bool armed;           /* the hook acts once, for the target, during a safepoint */

@@ -8,6 +8,7 @@
 #ifndef VMT_TEST_VMS_UTIL_H
 #define VMT_TEST_VMS_UTIL_H
 
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -27,6 +28,14 @@
 #endif
 
 #define VMS_SECOND (1000LL * 1000 * 1000)
+
+/* Waits (in a thread that is not cmocka's) until cond or 10 s; false on the deadline. */
+#define WAIT_UNTIL(cond)                                                            \
+  ({                                                                                \
+    int64_t wu_deadline_ = test_clock_ns(CLOCK_MONOTONIC) + 10 * VMS_SECOND;        \
+    while (!(cond) && test_clock_ns(CLOCK_MONOTONIC) < wu_deadline_) sched_yield();  \
+    (bool)(cond);                                                                   \
+  })
 
 typedef struct mutator {
   _Atomic bool stop;
