@@ -111,9 +111,9 @@ struct vmt__thread_vms {
 #define VMT__EVENT_SLEEPER 2u  /* park_permit: its thread is (about to be) asleep on it */
 #define VMT__EVENT_POKE 4u     /* added by a waker that only wants the sleeper to look again */
 
-/* Per-thread fields that no registry walk reads, in a block allocated with the record and
- * zeroed with it (record.c): a sweep that prefetches a whole record (management_impl.h) does
- * not fetch these 816 bytes too. Type-stable like the record. */
+/* Per-thread fields that no registry walk reads, in a block allocated apart from the record
+ * and zeroed with it (record.c): a sweep that prefetches a whole record (management_impl.h) does
+ * not fetch these 816 bytes too, and the records stay dense. Type-stable like the record. */
 struct vmt__thread_cold {
   /* runtime/thread/: the block vmt_thread_fast points to while the thread is current (stack
    * limit: stack.c; TLS slots: tls.c). Other threads read it with atomic loads. */
