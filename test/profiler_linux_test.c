@@ -277,25 +277,33 @@ static void *storm_starter(void *arg) {
   return NULL;
 }
 
-/* Every line is "tagged;tag-<id>;..." under the thread "<name> [<id>]" with the same id. */
-static void check_attribution(int64_t *lines_out, int64_t *weight_out) {
+/* Every tagged line is "tagged;tag-<id>;..." under the thread "<name> [<id>]" with the same
+ * id. A thread is armed as it starts, before its body sets its tag: a sample taken in the start
+ * path (rare: it needs a millisecond of the thread's own CPU there, seen under heavy load) is
+ * one of native frames, counted apart. */
+static void check_attribution(int64_t *lines_out, int64_t *weight_out, int64_t *untagged_out) {
   char *text;
   size_t len;
   assert_int_equal(vmt_prof_collapsed_to_string(VMT_PROF_OUT_THREADS, &text, &len), 0);
-  int64_t lines = 0, weight = 0;
+  int64_t lines = 0, weight = 0, untagged = 0;
   for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
     char *open = strrchr(line, '[');
     char *root = strstr(line, "];tagged;tag-");
-    if (open == NULL || root == NULL) continue;   /* a native sample of an untagged thread */
+    int64_t w = strtoll(strrchr(line, ' ') + 1, NULL, 10);
+    if (open == NULL || root == NULL) {   /* a native sample of an untagged thread */
+      untagged += w;
+      continue;
+    }
     long long id = strtoll(open + 1, NULL, 10);
     long long tag = strtoll(root + strlen("];tagged;tag-"), NULL, 10);
     if (id != tag) fail_msg("sample of thread %lld attributed to thread %lld: %s", tag, id, line);
-    weight += strtoll(strrchr(line, ' ') + 1, NULL, 10);
+    weight += w;
     lines++;
   }
   free(text);
   *lines_out = lines;
   *weight_out = weight;
+  *untagged_out = untagged;
 }
 
 static void test_thread_lifetimes_during_sampling(void **state) {
@@ -311,12 +319,14 @@ static void test_thread_lifetimes_during_sampling(void **state) {
   assert_int_equal(vmt_prof_stop(), 0);
   vmt_prof_stats_t stats;
   assert_int_equal(vmt_prof_get_stats(&stats), 0);
-  int64_t lines, weight;
-  check_attribution(&lines, &weight);
+  int64_t lines, weight, untagged;
+  check_attribution(&lines, &weight, &untagged);
   print_message("%lld lifetimes: %lld threads armed, %lld arm failures, %lld samples (weight "
-                "%lld) in %lld stacks; lost: full %lld unsafe %lld failed %lld disarmed %lld\n",
+                "%lld, %lld of it in start paths) in %lld tagged stacks; lost: full %lld unsafe "
+                "%lld failed %lld disarmed %lld\n",
                 (long long)s.lifetimes, (long long)stats.threads, (long long)stats.arm_failures,
-                (long long)stats.samples, (long long)stats.weight, (long long)lines,
+                (long long)stats.samples, (long long)stats.weight, (long long)untagged,
+                (long long)lines,
                 (long long)stats.lost_samples[0], (long long)stats.lost_samples[1],
                 (long long)stats.lost_samples[2], (long long)stats.lost_samples[3]);
   /* Every one armed itself as it started (the storm's threads are the only ones). */
@@ -324,7 +334,7 @@ static void test_thread_lifetimes_during_sampling(void **state) {
   assert_int_equal(stats.arm_failures, 0);
   assert_int_equal(stats.threads_armed, 0);
   assert_true(lines > 0);
-  assert_int_equal(weight, stats.weight);   /* every sample is a tagged one */
+  assert_int_equal(weight + untagged, stats.weight);   /* every sample is in the output */
   assert_int_equal(vmt_prof_set_walker(NULL, NULL, NULL), 0);
   assert_int_equal(vmt_prof_clear(), 0);
 }
@@ -404,16 +414,33 @@ static void test_fork_while_profiling(void **state) {
     burn_cpu_ms(60);
     if (code == 0 && vmt_prof_stop() != 0) code = 14;
     vmt_prof_thread_stats_t ts;
-    if (code == 0 && (vmt_prof_get_thread_stats(vmt_thread_id(self), &ts) != 0 ||
-                      ts.samples == 0))
+    int ts_rc = code == 0 ? vmt_prof_get_thread_stats(vmt_thread_id(self), &ts) : 0;
+    if (code == 0 && (ts_rc != 0 || ts.samples == 0)) {
+      /* Seen once, in a CI run on a machine loaded by a reliability run beside it: say what the
+       * child's session saw. */
+      vmt_prof_stats_t cs;
+      if (vmt_prof_get_stats(&cs) == 0)
+        fprintf(stderr, "fork child: thread stats rc %d, samples %lld; session: %lld threads, "
+                "%lld samples, lost full %lld unsafe %lld failed %lld disarmed %lld\n", ts_rc,
+                ts_rc == 0 ? (long long)ts.samples : -1LL, (long long)cs.threads,
+                (long long)cs.samples, (long long)cs.lost_samples[0],
+                (long long)cs.lost_samples[1], (long long)cs.lost_samples[2],
+                (long long)cs.lost_samples[3]);
       code = 15;
+    }
     if (code == 0 && vmt_prof_get_thread_stats(vmt_thread_id(t), &ts) != -ENOENT) code = 16;
     _exit(code);
   }
   int status = 0;
   assert_int_equal(waitpid(child, &status, 0), child);
   assert_true(WIFEXITED(status));
-  if (WEXITSTATUS(status) != 0) fail_msg("fork child failed check %d", WEXITSTATUS(status));
+  if (WEXITSTATUS(status) != 0) {
+    /* Not left running for the tests after this one (they would get -EALREADY). */
+    vmt_prof_stop();
+    vmt_prof_clear();
+    atomic_store(&spin_stop, true);
+    fail_msg("fork child failed check %d", WEXITSTATUS(status));
+  }
   burn_cpu_ms(20);
   assert_int_equal(vmt_prof_stop(), 0);
   vmt_prof_thread_stats_t ts;
