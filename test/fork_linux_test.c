@@ -89,7 +89,8 @@ static void on_alarm(int sig) {
   (void)sig;
   char msg[64];
   int n = snprintf(msg, sizeof(msg), "fork child hung at check %d\n", atomic_load(child_stage));
-  if (n > 0) write(2, msg, (size_t)n);
+  /* Best effort: the exit code says it too. */
+  if (n > 0 && write(2, msg, (size_t)n) < 0) _exit(100 + atomic_load(child_stage) % 100);
   _exit(100 + atomic_load(child_stage) % 100);
 }
 
