@@ -502,6 +502,20 @@ static uint64_t loop_vmt_poll_current(uint64_t v, size_t n) {
   return v;
 }
 
+/* A native call per iteration, as a VM's JNI-style call out of managed code makes it: NATIVE
+ * on the way out, MANAGED on the way back (the way out of a safe state: announce LEAVING, read
+ * the safepoint word, take the state; runtime/vmservices/vmservices.h). Its cost per
+ * iteration over loop_plain is the transition pair's. */
+static uint64_t loop_native_call(uint64_t v, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    v = LCG(v);
+    __asm__ __volatile__("" : "+r"(v));
+    vmt_exec_enter(VMT_EXEC_NATIVE);
+    vmt_exec_enter(VMT_EXEC_MANAGED);
+  }
+  return v;
+}
+
 typedef struct loop_variant {
   const char *name;
   uint64_t (*loop)(uint64_t v, size_t n);
@@ -512,6 +526,7 @@ static const loop_variant_t LOOP_VARIANTS[] = {
     {"loop_poll_word", loop_poll_word},
     {"loop_vmt_poll", loop_vmt_poll},
     {"loop_vmt_poll_current", loop_vmt_poll_current},
+    {"loop_native_call", loop_native_call},
 };
 #define N_LOOP (sizeof(LOOP_VARIANTS) / sizeof(LOOP_VARIANTS[0]))
 
