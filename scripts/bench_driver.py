@@ -45,8 +45,9 @@ USAGE = """scripts/bench [--quick | --long] [--no-java | --jdk DIR ...] [--out D
                every other JDK under /usr/lib/jvm, each a row set of its own (key "jvm")
   --out DIR    write the run into DIR instead of results/<timestamp>/ (results/latest is
                then left alone)
-  --publish    also render the plots into docs/img/ and replace the generated section of
-               docs/benchmarks.md with this run's tables, comparison and summary
+  --publish    also render the plots into docs/img/, replace the generated section of
+               docs/benchmarks.md with this run's tables, comparison and summary, and rewrite
+               the figures the other docs quote from this run (scripts/doc_figures.py)
   --only LIST  run only these benchmarks (target names such as cpu_time,timers; "hotspot"
                names the whole Java side, a class name such as HotSpotBench one program)
 
@@ -891,15 +892,21 @@ def print_bench_tables(out, rows):
             titles.append(table_title(r))
     for title in titles:
         out.section(title)
-        mine = [r for r in rows if table_title(r) == title]
-        header = ["variant", "unit", "samples"] + [STAT_NAMES[s] for s in TABLE_STATS] + ["extra"]
-        table = []
-        for r in mine:
-            extras = " ".join("%s=%s" % (k, fmt_num(v) if isinstance(v, float) else v)
-                              for k, v in r.items() if k not in NOT_EXTRA and k != "jvm")
-            table.append([r["variant"], r["unit"], str(r["samples"])]
-                         + [fmt_num(r[s]) if s in r else "-" for s in TABLE_STATS] + [extras])
-        out.table(header, table, align=["l", "l"] + ["r"] * (len(TABLE_STATS) + 1) + ["l"])
+        bench_table(out, [r for r in rows if table_title(r) == title])
+
+
+def bench_table(out, rows, md_only=False):
+    """One benchmark's table (rows of one table_title); scripts/doc_figures.py renders the
+    tables it copies into other docs with it, so that they read as docs/benchmarks.md's."""
+    header = ["variant", "unit", "samples"] + [STAT_NAMES[s] for s in TABLE_STATS] + ["extra"]
+    table = []
+    for r in rows:
+        extras = " ".join("%s=%s" % (k, fmt_num(v) if isinstance(v, float) else v)
+                          for k, v in r.items() if k not in NOT_EXTRA and k != "jvm")
+        table.append([r["variant"], r["unit"], str(r["samples"])]
+                     + [fmt_num(r[s]) if s in r else "-" for s in TABLE_STATS] + [extras])
+    out.table(header, table, align=["l", "l"] + ["r"] * (len(TABLE_STATS) + 1) + ["l"],
+              md_only=md_only)
 
 
 def jvm_major(row):
@@ -1377,6 +1384,18 @@ def main(argv):
         f.write("\n".join(report) + "\n")
     if args.publish:
         print("scripts/bench: " + publish_docs("\n".join(report), run_label), flush=True)
+        # The figures the other docs quote, from the same run (scripts/doc_figures.py; imported
+        # here because it imports this module).
+        import doc_figures  # noqa: E402
+        try:
+            ok, lines = doc_figures.process(doc_figures.Run(run_dir),
+                                            os.path.join(ROOT, "docs"), write=True)
+        except doc_figures.FigureError as e:
+            ok, lines = False, [str(e)]
+        for line in lines:
+            print("scripts/bench: doc figures: " + line, flush=True)
+        if not ok:
+            failures.append("the figures of docs/*.md were not regenerated (see 'doc figures:')")
 
     if not args.out:
         link = os.path.join(results_root, "latest")
