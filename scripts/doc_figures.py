@@ -50,8 +50,9 @@ USAGE = """scripts/doc_figures.py RUN [--docs DIR]          rewrite the marked f
 UNITS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
 INLINE = re.compile(r"<!--fig:(.*?)-->")
-# The figure a marker stands before: a number as fmt_num / fmt_ratio print it.
-FIGURE = re.compile(r"-?[0-9][0-9,]*(?:\.[0-9]+)?x?")
+# The figure a marker stands before: a number as fmt_num / fmt_ratio print it (a comma only
+# between groups of three digits: "1,062" is one figure, "40.8, park" ends at the 8).
+FIGURE = re.compile(r"-?(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?x?")
 SPAN_END = "<!--/fig-->"
 TABLE = re.compile(r"<!-- BEGIN fig-table (.*?) -->\n(.*?)<!-- END fig-table -->", re.S)
 ANY_MARKER = re.compile(r"<!--\s*(?:/?fig\b|BEGIN fig|END fig)")

@@ -58,6 +58,12 @@ class Inline(Docs):
         self.assertEqual(self.rewrite("a <!--fig:cpu_time/vmt_other_cpu/p50-->999 ns\n"),
                          "a <!--fig:cpu_time/vmt_other_cpu/p50-->401.0 ns\n")
 
+    def test_punctuation_after_a_figure_is_kept(self):
+        self.assertEqual(self.rewrite("<!--fig:cpu_time/vmt_other_cpu/p90-->1, then "
+                                      "<!--fig:cpu_time/vmt_other_cpu/max-->1,500, end"),
+                         "<!--fig:cpu_time/vmt_other_cpu/p90-->431.0, then "
+                         "<!--fig:cpu_time/vmt_other_cpu/max-->2,100, end")
+
     def test_ratio_as_the_summary_prints_it(self):
         self.assertEqual(
             self.rewrite("<!--fig:cpu_time/vmt_other_cpu/p50 over "
