@@ -25,7 +25,8 @@ REF is BENCH/VARIANT/KEY[@k=v,k=v]: a row's bench, its variant (which may contai
 its keys (p50, p999, max, cpu_per_thread_ns, drift_ppm, ...); @ picks one row among several of
 a variant by extra keys, jvm_major=17 by the JDK's major version (scripts/bench_driver.py's
 matches()). A marker naming no row, or several, or a key the row lacks, or one that does not
-parse, is an error: the docs are then left as they were, never half rewritten.
+parse, is an error: the docs are then left as they were, never half rewritten. Markers inside
+code (a fenced block, or an inline code span that begins with the marker) are text.
 
 Usage: see USAGE below.
 """
@@ -56,6 +57,20 @@ FIGURE = re.compile(r"-?(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?x?")
 SPAN_END = "<!--/fig-->"
 TABLE = re.compile(r"<!-- BEGIN fig-table (.*?) -->\n(.*?)<!-- END fig-table -->", re.S)
 ANY_MARKER = re.compile(r"<!--\s*(?:/?fig\b|BEGIN fig|END fig)")
+
+
+# Code is not scanned for markers, so a doc can show the syntax: fenced blocks, and inline
+# code spans that begin with "<!--" (which may wrap, but not across a blank line). Only those:
+# a stray backtick elsewhere must not hide a real marker by pairing with the next one.
+CODE = re.compile(r"^```.*?^```|(?<!`)`<!--(?:[^`\n]|\n(?!\s*\n))*?`", re.M | re.S)
+
+
+def code_ranges(text):
+    return [(m.start(), m.end()) for m in CODE.finditer(text)]
+
+
+def in_code(ranges, pos):
+    return any(a <= pos < b for a, b in ranges)
 
 
 class FigureError(Exception):
@@ -238,6 +253,8 @@ def render(text, run, where="doc"):
         return "%s:%d" % (where, src.count("\n", 0, pos) + 1)
 
     def table(m):
+        if in_code(code, m.start()):
+            return m.group(0)
         count[0] += 1
         try:
             table_spec(m.group(1))
@@ -250,9 +267,13 @@ def render(text, run, where="doc"):
                             "(table)"))
         return "<!-- BEGIN fig-table %s -->\n%s\n<!-- END fig-table -->" % (m.group(1), body)
 
+    code = code_ranges(text)
     text = TABLE.sub(table, text)
+    code = code_ranges(text)
     out, pos = [], 0
     for m in INLINE.finditer(text):
+        if m.start() < pos or in_code(code, m.start()):
+            continue
         out.append(text[pos:m.end()])
         pos = m.end()
         expr = m.group(1).strip()
@@ -285,7 +306,10 @@ def render(text, run, where="doc"):
     out.append(text[pos:])
     new = "".join(out)
     # A marker the grammar above did not take (a typo) must not pass for a kept figure.
+    code = code_ranges(new)
     for m in ANY_MARKER.finditer(new):
+        if in_code(code, m.start()):
+            continue
         at = new[m.start():]
         if not (INLINE.match(at) or at.startswith(SPAN_END) or TABLE.match(at)
                 or at.startswith("<!-- END fig-table -->")):
@@ -311,7 +335,8 @@ def process(run, docs_dir, write):
         new, errs, count, changes = render(old, run, name)
         errors += errs
         if count:
-            lines.append("%s: %d figures, %d changed" % (name, count, len(changes)))
+            lines.append("%s: %d markers parse" % (name, count) if run is None else
+                         "%s: %d figures, %d changed" % (name, count, len(changes)))
         if not write:
             lines += ["  %s: %s: %s -> %s" % c for c in changes[:10]]
             if len(changes) > 10:

@@ -110,6 +110,19 @@ class Inline(Docs):
         self.assertEqual(rc, 0, out)
 
 
+    def test_markers_in_code_are_text(self):
+        text = ("Write `<!--fig:A over B-->` before a ratio, `<!--fig:run-->\n...<!--/fig-->`\n"
+                "```\n<!--fig:no/such/row-->1\n<!-- BEGIN fig-table gone -->\n```\n"
+                "and <!--fig:cpu_time/vmt_other_cpu/p50-->1 ns")
+        self.assertEqual(self.rewrite(text), text.replace("-->1 ns", "-->401.0 ns"))
+
+    def test_a_stray_backtick_hides_no_marker(self):
+        self.write("a `b and <!--fig:no/such/row-->1 and `c`")
+        rc, out = self.main(RUN)
+        self.assertEqual(rc, 1, out)
+        self.assertIn("benchmark no not in this run", out)
+
+
 class Tables(Docs):
     def test_table_in_benchmarks_md_format(self):
         text = self.rewrite("x\n<!-- BEGIN fig-table cpu_time -->\nold\n<!-- END fig-table -->\ny")
