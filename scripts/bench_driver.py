@@ -1150,6 +1150,17 @@ def publish_docs(report_md, run_label):
     return "docs/benchmarks.md: results section replaced"
 
 
+def publish_doc_figures(run_dir, docs_dir=None):
+    """(ok, report lines): the figures the other docs quote, rewritten from this run
+    (scripts/doc_figures.py); on any marker error no doc is rewritten."""
+    import doc_figures  # noqa: E402 (here: it imports this module)
+    try:
+        return doc_figures.process(doc_figures.Run(run_dir),
+                                   docs_dir or os.path.join(ROOT, "docs"), write=True)
+    except doc_figures.FigureError as e:
+        return False, [str(e)]
+
+
 def main(argv):
     ap = argparse.ArgumentParser(prog="scripts/bench", usage=USAGE, add_help=False)
     mode = ap.add_mutually_exclusive_group()
@@ -1384,14 +1395,7 @@ def main(argv):
         f.write("\n".join(report) + "\n")
     if args.publish:
         print("scripts/bench: " + publish_docs("\n".join(report), run_label), flush=True)
-        # The figures the other docs quote, from the same run (scripts/doc_figures.py; imported
-        # here because it imports this module).
-        import doc_figures  # noqa: E402
-        try:
-            ok, lines = doc_figures.process(doc_figures.Run(run_dir),
-                                            os.path.join(ROOT, "docs"), write=True)
-        except doc_figures.FigureError as e:
-            ok, lines = False, [str(e)]
+        ok, lines = publish_doc_figures(run_dir)
         for line in lines:
             print("scripts/bench: doc figures: " + line, flush=True)
         if not ok:

@@ -215,6 +215,30 @@ class Errors(Docs):
         self.assertEqual(rc, 2)
 
 
+class Publish(Docs):
+    """scripts/bench --publish calls bench_driver.publish_doc_figures on the run it made."""
+
+    def test_publish_rewrites_the_docs(self):
+        import bench_driver
+        self.write("<!--fig:cpu_time/vmt_other_cpu/p50-->1 ns")
+        ok, lines = bench_driver.publish_doc_figures(RUN, self.dir)
+        self.assertTrue(ok, lines)
+        self.assertEqual(self.read(), "<!--fig:cpu_time/vmt_other_cpu/p50-->401.0 ns")
+
+    def test_publish_reports_a_missing_row(self):
+        import bench_driver
+        self.write("<!--fig:cpu_time/gone/p50-->1 ns")
+        ok, lines = bench_driver.publish_doc_figures(RUN, self.dir)
+        self.assertFalse(ok)
+        self.assertIn("no row cpu_time/gone", "\n".join(lines))
+        self.assertEqual(self.read(), "<!--fig:cpu_time/gone/p50-->1 ns")
+
+    def test_publish_reports_an_unreadable_run(self):
+        import bench_driver
+        ok, lines = bench_driver.publish_doc_figures(os.path.join(self.dir, "none"), self.dir)
+        self.assertFalse(ok)
+
+
 class Check(Docs):
     def test_stale_figure_fails_the_check(self):
         self.write("<!--fig:cpu_time/vmt_other_cpu/p50-->400.0 ns")
