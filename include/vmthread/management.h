@@ -60,6 +60,40 @@ typedef struct vmt_stack_frame {
   uintptr_t pc;
 } vmt_stack_frame_t;
 
+/*
+ * A thread's state as JVMTI's GetThreadState bits (same values, so a JVMTI agent passes them
+ * on as they are): vmt_thread_info_t.state_bits. Java's state is in the bits too (the
+ * JVMTI_JAVA_LANG_THREAD_STATE_* combinations), and the kind of wait is what jstack prints after
+ * the state: SLEEPING "(sleeping)", PARKED "(parking)", IN_OBJECT_WAIT and
+ * BLOCKED_ON_MONITOR_ENTER "(on object monitor)". Which call sets which (docs/management.md):
+ *   RUNNABLE                 ALIVE | RUNNABLE, and IN_NATIVE when in_native
+ *   BLOCKED                  ALIVE | BLOCKED_ON_MONITOR_ENTER: a contended monitor enter, and a
+ *                            notified waiter's re-entry
+ *   WAITING / TIMED_WAITING  ALIVE | WAITING | WAITING_INDEFINITELY or WAITING_WITH_TIMEOUT,
+ *                            and one of: SLEEPING (vmt_sleep_ns; always with timeout), PARKED
+ *                            (vmt_park*, a synchronizer acquire: AQS parks), IN_OBJECT_WAIT
+ *                            (vmt_monitor_wait, and join: Java's join is an Object.wait)
+ * and SUSPENDED while suspended, INTERRUPTED while the interrupt status is set, in any state.
+ * The state and the kind come from one read of the thread's published episode, so a reader
+ * never sees RUNNABLE with a kind, nor WAITING or TIMED_WAITING without exactly one; SUSPENDED,
+ * INTERRUPTED and IN_NATIVE are read beside it (each true at some moment of the read). A
+ * host's own blocking bracket (vmt_exec_enter(VMT_EXEC_BLOCKED), vmthread/vmservices.h) leaves
+ * the thread RUNNABLE, as HotSpot's VM-internal blocking does; vmt_exec_state tells it apart.
+ */
+#define VMT_THREAD_STATE_ALIVE 0x0001u
+#define VMT_THREAD_STATE_TERMINATED 0x0002u
+#define VMT_THREAD_STATE_RUNNABLE 0x0004u
+#define VMT_THREAD_STATE_WAITING_INDEFINITELY 0x0010u
+#define VMT_THREAD_STATE_WAITING_WITH_TIMEOUT 0x0020u
+#define VMT_THREAD_STATE_SLEEPING 0x0040u
+#define VMT_THREAD_STATE_WAITING 0x0080u
+#define VMT_THREAD_STATE_IN_OBJECT_WAIT 0x0100u
+#define VMT_THREAD_STATE_PARKED 0x0200u
+#define VMT_THREAD_STATE_BLOCKED_ON_MONITOR_ENTER 0x0400u
+#define VMT_THREAD_STATE_SUSPENDED 0x100000u
+#define VMT_THREAD_STATE_INTERRUPTED 0x200000u
+#define VMT_THREAD_STATE_IN_NATIVE 0x400000u
+
 typedef struct vmt_thread_info {
   int64_t id;
   char *name;
@@ -89,6 +123,9 @@ typedef struct vmt_thread_info {
   size_t locked_monitor_count;
   vmt_lock_info_t *locked_synchronizers;    /* only when asked for */
   size_t locked_synchronizer_count;
+  /* Fields are only ever added here, at the end: every vmt_thread_info_t is allocated by the
+   * library, so a program built against an older header reads the fields it knows. */
+  uint32_t state_bits;         /* VMT_THREAD_STATE_* (above): JVMTI's GetThreadState */
 } vmt_thread_info_t;
 
 /*

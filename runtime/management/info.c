@@ -124,6 +124,32 @@ static void locked_depths(vmt_thread_info_t *info, const vmt__mx_frame_lock_t *l
   }
 }
 
+/* JVMTI's thread state bits (vmthread/management.h): Java's state and the kind of wait from
+ * the one copy li, then the bits read beside it. */
+static uint32_t state_bits(const vmt__thread_lock_info_t *li, const vmt_thread_info_t *info) {
+  uint32_t bits = VMT_THREAD_STATE_ALIVE;
+  switch (li->state) {
+    case VMT_THREAD_RUNNABLE:
+      bits |= VMT_THREAD_STATE_RUNNABLE;
+      break;
+    case VMT_THREAD_BLOCKED:
+      break;
+    case VMT_THREAD_WAITING:
+      bits |= VMT_THREAD_STATE_WAITING | VMT_THREAD_STATE_WAITING_INDEFINITELY;
+      break;
+    case VMT_THREAD_TIMED_WAITING:
+      bits |= VMT_THREAD_STATE_WAITING | VMT_THREAD_STATE_WAITING_WITH_TIMEOUT;
+      break;
+    default:   /* NEW: never listed; TERMINATED: no ThreadInfo */
+      return 0;
+  }
+  bits |= li->wait_bits;
+  if (info->in_native) bits |= VMT_THREAD_STATE_IN_NATIVE;
+  if (info->suspended) bits |= VMT_THREAD_STATE_SUSPENDED;
+  if (li->interrupted) bits |= VMT_THREAD_STATE_INTERRUPTED;
+  return bits;
+}
+
 /* Everything a ThreadInfo holds, read from t now: called by the querying thread, or inside a
  * handshake with t (on t itself at its poll, or on the querying thread while t is held).
  * stacks NULL: no frames. */
@@ -180,6 +206,7 @@ static int read_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, unsign
    * are never isInNative; test/mx_conformance_test.c, a_waiting_thread_is_never_in_native). */
   info->in_native = info->state == VMT_THREAD_RUNNABLE && vmt__exec_state_of(t) == VMT_EXEC_NATIVE;
   info->suspended = vmt__is_suspended(t);
+  info->state_bits = state_bits(&li, info);
   if (li.has_lock) {
     info->lock = vmt__mx_calloc(1, sizeof(*info->lock));
     rc = info->lock ? copy_lock(&li.lock, info->lock) : -ENOMEM;

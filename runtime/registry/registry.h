@@ -73,12 +73,15 @@ struct vmt__thread_sync {
   _Atomic uint32_t seq;                       /* sequence lock, see above */
   _Atomic(struct vmt__lock *) held_head;      /* innermost held monitor or synchronizer */
   _Atomic uint64_t times_epoch;               /* contention-monitoring epoch of the times */
-  /* The timed blocking episode in progress, so that readers add its time so far (ThreadInfo's
-   * times include it, as HotSpot's do): its epoch (0: none, or not timed), its start, and
-   * whether it is blocked (else waited) time. */
+  /* The blocking episode in progress, so that readers add its time so far (ThreadInfo's
+   * times include it, as HotSpot's do): its epoch (0: none, or not timed), its start, and its
+   * kind (vmt__episode_kind_t + 1; 0: none), which says whether it is blocked (else waited)
+   * time and what kind of wait ThreadInfo's state_bits name (sleeping, parked, in a monitor
+   * wait, blocked on enter). The kind is written in the write section that sets the state,
+   * so a reader sees the two together. */
   _Atomic uint64_t ep_epoch;
   _Atomic int64_t ep_start_ns;
-  _Atomic bool ep_blocked;
+  _Atomic uint8_t ep_kind;
   /* Owner only. A silent record is a lock identity and nothing else: it keeps its held list,
    * but no state, counts or times (nobody lists it): an implicit record, or an attached record
    * after its last detach while its thread still holds locks (runtime/sync/sync.h). */

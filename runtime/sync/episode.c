@@ -10,6 +10,10 @@
  * alike). A notified waiter's re-entry is blocked time from the notify on (episode_reenter).
  * The episode in progress is published (sync.ep_*) so that readers add its time so far, as
  * HotSpot's ThreadStatistics do: a thread blocked for 3 s reports about 3 s while still blocked.
+ * Its kind is published too, in the write section that sets the state, and ThreadInfo's
+ * state_bits report it (JVMTI's SLEEPING, PARKED, IN_OBJECT_WAIT, BLOCKED_ON_MONITOR_ENTER,
+ * which jstack's "(sleeping)", "(parking)", "(on object monitor)" come from): one store that
+ * took the place of a flag (blocked or waited time) the same section stored before.
  * An episode that straddles a change of the contention-monitoring setting adds no time: its
  * start belongs to another epoch (HotSpot instead keeps a partial interval; either is within
  * the specification, which only promises times since monitoring was enabled).
@@ -44,7 +48,7 @@ static inline bool records(const vmt_thread_t *t) { return t != NULL && !t->sync
 static void publish(vmt_thread_t *t, const vmt__episode_t *ep) {
   atomic_store_explicit(&t->sync.ep_epoch, ep ? ep->epoch : 0, VMT__SEQ_W);
   atomic_store_explicit(&t->sync.ep_start_ns, ep ? ep->start_ns : 0, VMT__SEQ_W);
-  atomic_store_explicit(&t->sync.ep_blocked, ep && ep->kind == VMT__EP_ENTER, VMT__SEQ_W);
+  atomic_store_explicit(&t->sync.ep_kind, ep ? (uint8_t)(ep->kind + 1) : 0, VMT__SEQ_W);
 }
 
 /* Inside t's write section: what begin() publishes for kind. */

@@ -15,6 +15,11 @@
  * read. With a snapshot taken after, the owner could have exited and its record been reused by
  * a thread that never owned the lock, which would then be named.
  *
+ * The state and the kind of wait (wait_bits) are one such copy: both are written in the write
+ * section that begins or ends an episode (episode.c), so a reader sees BLOCKED with
+ * BLOCKED_ON_MONITOR_ENTER, WAITING or TIMED_WAITING with exactly one of SLEEPING (timed
+ * only), PARKED and IN_OBJECT_WAIT, and RUNNABLE with none.
+ *
  * Times include the episode in progress (the time so far of a thread still blocked or waiting),
  * as HotSpot's do, when it began under the current contention-monitoring epoch.
  */
@@ -38,10 +43,30 @@ static void read_times(vmt_thread_t *t, uint64_t epoch, int64_t *blocked, int64_
   if (atomic_load_explicit(&t->sync.ep_epoch, VMT__SEQ_R) != epoch) return;
   int64_t so_far = vmt_os_elapsed_nanos() - atomic_load_explicit(&t->sync.ep_start_ns, VMT__SEQ_R);
   if (so_far < 0) so_far = 0;
-  if (atomic_load_explicit(&t->sync.ep_blocked, VMT__SEQ_R))
+  if (atomic_load_explicit(&t->sync.ep_kind, VMT__SEQ_R) == VMT__EP_ENTER + 1)
     *blocked += so_far;
   else
     *waited += so_far;
+}
+
+/* The JVMTI bit of a published episode kind (registry.h, sync.ep_kind): Java's join is an
+ * Object.wait on the thread, and a synchronizer's waiters park (AbstractQueuedSynchronizer),
+ * so jstack names both kinds that way. */
+static uint32_t kind_bits(uint8_t kind) {
+  switch (kind) {
+    case VMT__EP_ENTER + 1:
+      return VMT_THREAD_STATE_BLOCKED_ON_MONITOR_ENTER;
+    case VMT__EP_WAIT + 1:
+    case VMT__EP_JOIN + 1:
+      return VMT_THREAD_STATE_IN_OBJECT_WAIT;
+    case VMT__EP_SYNC + 1:
+    case VMT__EP_PARK + 1:
+      return VMT_THREAD_STATE_PARKED;
+    case VMT__EP_SLEEP + 1:
+      return VMT_THREAD_STATE_SLEEPING;
+    default:
+      return 0;
+  }
 }
 
 /* A park blocker as a lock descriptor (inside the reader's section); its owner's id. */
@@ -73,6 +98,7 @@ int vmt__thread_lock_info(struct vmt_thread *t, bool want_held, vmt__thread_lock
     uint32_t s1 = vmt__seq_read_begin(&t->sync.seq, &attempts);
     memset(&copy, 0, sizeof(copy));
     copy.state = atomic_load_explicit(&t->state, VMT__SEQ_R);
+    copy.wait_bits = kind_bits(atomic_load_explicit(&t->sync.ep_kind, VMT__SEQ_R));
     struct vmt__lock *l = (struct vmt__lock *)atomic_load_explicit(&t->sync.blocked_on, VMT__SEQ_R);
     if (l == NULL)
       l = (struct vmt__lock *)atomic_load_explicit(&t->sync.waiting_on, VMT__SEQ_R);
@@ -136,6 +162,9 @@ int vmt__thread_lock_info(struct vmt_thread *t, bool want_held, vmt__thread_lock
   int64_t id = vmt__token_owner_id(snap, owner_token);
   vmt__registry_release(snap);
   copy.lock_owner_id = id > 0 ? id : blocker_owner > 0 ? blocker_owner : -1;
+  /* Not part of the copy's consistent state: the status is set by other threads at any time,
+   * as JVMTI's INTERRUPTED bit is. */
+  copy.interrupted = atomic_load_explicit(&t->sync.interrupted, memory_order_relaxed) != 0;
   *out = copy;
   return 0;
 }

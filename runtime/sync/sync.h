@@ -78,6 +78,9 @@ typedef struct vmt__lock_desc {
 
 typedef struct vmt__thread_lock_info {
   int32_t state;            /* vmt_thread_state_t, read together with the fields below */
+  uint32_t wait_bits;       /* the episode's VMT_THREAD_STATE_SLEEPING, _PARKED, _IN_OBJECT_WAIT
+                               or _BLOCKED_ON_MONITOR_ENTER (vmthread/management.h), 0 none */
+  bool interrupted;         /* its interrupt status, read after the copy */
   bool has_lock;            /* blocked on / waiting on / parked on a lock */
   vmt__lock_desc_t lock;
   int64_t lock_owner_id;    /* -1 if none or not a runtime thread */
