@@ -21,39 +21,36 @@
 
 #include "runtime/management/management_impl.h"
 
+/*
+ * The header's status and the state line's detail come from the ThreadInfo's state_bits, the
+ * kind of wait the thread published with its state. JDK 17.0.15 and Temurin 25.0.3 print (jstack
+ * and jcmd Thread.print, checked 2026-12-02): Thread.sleep "waiting on condition" /
+ * "TIMED_WAITING (sleeping)"; LockSupport.park and parkNanos, with a blocker or not, and a
+ * ReentrantLock's waiters "waiting on condition" / "WAITING (parking)" or "TIMED_WAITING
+ * (parking)"; Object.wait and join (an Object.wait on the thread), timed or not, "in
+ * Object.wait()" / "(TIMED_)WAITING (on object monitor)"; a contended enter "waiting for monitor
+ * entry" / "BLOCKED (on object monitor)"; RUNNABLE has no detail.
+ */
 static const char *status_word(const vmt_thread_info_t *ti) {
-  switch (ti->state) {
-    case VMT_THREAD_RUNNABLE:
-      return "runnable";
-    case VMT_THREAD_BLOCKED:
-      return "waiting for monitor entry";
-    case VMT_THREAD_WAITING:
-    case VMT_THREAD_TIMED_WAITING:
-      if (ti->lock && strcmp(ti->lock->class_name, "vmt.Monitor") == 0) return "in Object.wait()";
-      return "waiting on condition";
-    default:
-      return "";
-  }
+  uint32_t b = ti->state_bits;
+  if (b & VMT_THREAD_STATE_RUNNABLE) return "runnable";
+  if (b & VMT_THREAD_STATE_BLOCKED_ON_MONITOR_ENTER) return "waiting for monitor entry";
+  if (b & VMT_THREAD_STATE_IN_OBJECT_WAIT) return "in Object.wait()";
+  if (b & VMT_THREAD_STATE_WAITING) return "waiting on condition";
+  return "";
+}
+
+static const char *state_detail(const vmt_thread_info_t *ti) {
+  uint32_t b = ti->state_bits;
+  if (b & VMT_THREAD_STATE_SLEEPING) return " (sleeping)";
+  if (b & VMT_THREAD_STATE_PARKED) return " (parking)";
+  if (b & (VMT_THREAD_STATE_IN_OBJECT_WAIT | VMT_THREAD_STATE_BLOCKED_ON_MONITOR_ENTER))
+    return " (on object monitor)";
+  return "";
 }
 
 static bool on_monitor(const vmt_thread_info_t *ti) {
   return ti->lock && strcmp(ti->lock->class_name, "vmt.Monitor") == 0;
-}
-
-/* jstack's state line: "BLOCKED (on object monitor)", "WAITING (parking)", ... */
-static const char *state_detail(const vmt_thread_info_t *ti) {
-  switch (ti->state) {
-    case VMT_THREAD_BLOCKED:
-      return " (on object monitor)";
-    case VMT_THREAD_WAITING:
-      /* Without a monitor, only park (on a synchronizer or bare) waits untimed. */
-      return on_monitor(ti) ? " (on object monitor)" : " (parking)";
-    case VMT_THREAD_TIMED_WAITING:
-      if (on_monitor(ti)) return " (on object monitor)";
-      return ti->lock ? " (parking)" : ""; /* sleep and parkNanos look alike here */
-    default:
-      return "";
-  }
 }
 
 /*
@@ -162,7 +159,7 @@ static void put_blocker(text_t *t, const vmt_thread_info_t *ti) {
     put_str(t, "\t- waiting to lock ");
     put_lock_ref(t, ti->lock);
     put_owner(t, ti);
-  } else if (on_monitor(ti)) {
+  } else if (ti->state_bits & VMT_THREAD_STATE_IN_OBJECT_WAIT) {
     put_str(t, "\t- waiting on ");
     put_lock_ref(t, ti->lock);
     put_char(t, '\n');

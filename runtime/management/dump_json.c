@@ -98,16 +98,12 @@ static void json_frame(FILE *out, const vmt_stack_frame_t *f) {
   fputc('"', out);
 }
 
-static bool on_monitor(const vmt_thread_info_t *ti) {
-  return ti->lock && strcmp(ti->lock->class_name, "vmt.Monitor") == 0;
-}
-
 static void json_blocker(FILE *out, const vmt_thread_info_t *ti) {
   if (!ti->lock) return;
   if (ti->state == VMT_THREAD_BLOCKED) {
     fputs(",\n            \"blockedOn\": ", out);
     json_string(out, ti->lock->name);
-  } else if (on_monitor(ti)) {
+  } else if (ti->state_bits & VMT_THREAD_STATE_IN_OBJECT_WAIT) {
     fputs(",\n            \"waitingOn\": ", out);
     json_string(out, ti->lock->name);
   } else {
