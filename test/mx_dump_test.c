@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "mx_util.h"
+#include "waits_util.h"
 
 static int count_of(const char *hay, const char *needle) {
   int n = 0;
@@ -174,105 +175,34 @@ static void dump_shows_a_monitor_wait(void **state) {
   assert_int_equal(vmt_monitor_destroy(w.m), 0);
 }
 
-/* ---- What kind of wait: jstack's state detail ------------------------------------------- *
- * JDK 17.0.15 and Temurin 25.0.3 jstack (and jcmd Thread.print) print, for Thread.sleep,
- * "TIMED_WAITING (sleeping)"; LockSupport.park / parkNanos, blocker or not, "WAITING (parking)"
- * / "TIMED_WAITING (parking)"; Object.wait and Thread.join (an Object.wait on the thread),
- * "WAITING (on object monitor)" / "TIMED_WAITING (on object monitor)" after "in Object.wait()";
- * sleep and park say "waiting on condition" (checked 2026-12-02 on both). */
-#define KIND_LONG_NS (600LL * 1000 * 1000 * 1000)
-
-typedef struct kinds {
-  vmt_monitor_t *m;
-  vmt_thread_t *target[2];   /* what the two joiners join (one join at a time each) */
-  gate_t gate;               /* where the targets wait */
-} kinds_t;
-
-static void *kind_sleep(void *arg) { (void)arg; vmt_sleep_ns(KIND_LONG_NS); return NULL; }
-static void *kind_park(void *arg) { (void)arg; vmt_park(0); return NULL; }
-static void *kind_park_nanos(void *arg) { (void)arg; vmt_park_nanos(KIND_LONG_NS); return NULL; }
-static void *kind_join(void *arg) {
-  vmt_thread_join(((kinds_t *)arg)->target[0], NULL);
-  return NULL;
-}
-static void *kind_timed_join(void *arg) {
-  vmt_thread_timed_join(((kinds_t *)arg)->target[1], KIND_LONG_NS, NULL);
-  return NULL;
-}
-static void *kind_timed_wait(void *arg) {
-  kinds_t *k = arg;
-  vmt_monitor_enter(k->m);
-  vmt_monitor_wait(k->m, KIND_LONG_NS);
-  vmt_monitor_exit(k->m);
-  return NULL;
-}
-
+/* ---- What kind of wait: jstack's state detail (test/waits_util.h has the table) ---------- */
 static void dump_names_the_kind_of_each_wait(void **state) {
   (void)state;
-  kinds_t k;
-  assert_int_equal(vmt_monitor_create(&k.m, "kinds"), 0);
-  gate_init(&k.gate);
-  for (int i = 0; i < 2; i++) k.target[i] = start_named("k-target", false, gate_body, &k.gate);
-  gate_await(&k.gate, 2);
-  static const struct {
-    const char *name;
-    vmt_thread_fn fn;
-    vmt_thread_state_t state;
-    const char *status, *line;
-  } cases[] = {
-      {"k-sleep", kind_sleep, VMT_THREAD_TIMED_WAITING, "waiting on condition",
-       "TIMED_WAITING (sleeping)"},
-      {"k-park", kind_park, VMT_THREAD_WAITING, "waiting on condition", "WAITING (parking)"},
-      {"k-park-nanos", kind_park_nanos, VMT_THREAD_TIMED_WAITING, "waiting on condition",
-       "TIMED_WAITING (parking)"},
-      {"k-join", kind_join, VMT_THREAD_WAITING, "in Object.wait()",
-       "WAITING (on object monitor)"},
-      {"k-timed-join", kind_timed_join, VMT_THREAD_TIMED_WAITING, "in Object.wait()",
-       "TIMED_WAITING (on object monitor)"},
-      {"k-timed-wait", kind_timed_wait, VMT_THREAD_TIMED_WAITING, "in Object.wait()",
-       "TIMED_WAITING (on object monitor)"},
-  };
-  enum { N = sizeof(cases) / sizeof(cases[0]) };
-  vmt_thread_t *t[N];
-  for (int i = 0; i < N; i++) {
-    t[i] = start_named(cases[i].name, false, cases[i].fn, &k);
-    assert_non_null(t[i]);
-    if (!await_state(t[i], cases[i].state)) fail_msg("%s never reached its state", cases[i].name);
-  }
+  waits_t w;
+  waits_start(&w);
+  const wait_kind_t *k = wait_kinds();
   char *s;
   size_t len;
   assert_int_equal(vmt_mx_thread_dump_to_string(&s, &len), 0);
   int wrong = 0;
-  for (int i = 0; i < N; i++) {
+  for (int i = 0; i < WAITS_N; i++) {
     char head[64], line[96];
-    snprintf(head, sizeof(head), "\"%s\" #", cases[i].name);
+    snprintf(head, sizeof(head), "\"%s\" #", k[i].name);
     const char *blk = strstr(s, head);
     assert_non_null(blk);
     const char *end = strstr(blk, "\n\n");   /* the block ends at its first empty line */
     assert_non_null(end);
-    snprintf(line, sizeof(line), "java.lang.Thread.State: %s\n", cases[i].line);
-    const char *at = strstr(blk, line), *status = strstr(blk, cases[i].status);
+    snprintf(line, sizeof(line), "java.lang.Thread.State: %s\n", k[i].line);
+    const char *at = strstr(blk, line), *status = strstr(blk, k[i].status);
     if (at == NULL || at > end || status == NULL || status > end) {
-      print_message("%s: want \"%s\" and \"%s\" in:\n%.*s\n", cases[i].name,
-                    cases[i].status, cases[i].line, (int)(end - blk), blk);
+      print_message("%s: want \"%s\" and \"%s\" in:\n%.*s\n", k[i].name, k[i].status,
+                    k[i].line, (int)(end - blk), blk);
       wrong++;
     }
   }
   free(s);
   assert_int_equal(wrong, 0);
-  for (int i = 0; i < N; i++) {
-    /* An interrupt ends every one of these waits. */
-    assert_int_equal(vmt_thread_interrupt(t[i]), 0);
-    assert_int_equal(vmt_thread_join(t[i], NULL), 0);
-    vmt_thread_release(t[i]);
-  }
-  gate_open(&k.gate);
-  for (int i = 0; i < 2; i++) {
-    assert_int_equal(vmt_thread_join(k.target[i], NULL), 0);
-    vmt_thread_release(k.target[i]);
-  }
-  gate_destroy(&k.gate);
-  assert_int_equal(vmt_monitor_destroy(k.m), 0);
+  waits_finish(&w);
 }
 
 /* ---- Deadlocks (last: they never end) ----------------------------------------------------- */

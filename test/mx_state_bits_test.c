@@ -19,8 +19,7 @@
 #include <cmocka.h>
 
 #include "mx_util.h"
-
-#define LONG_NS (600LL * 1000 * 1000 * 1000)
+#include "waits_util.h"
 
 #define KINDS                                                                      \
   (VMT_THREAD_STATE_SLEEPING | VMT_THREAD_STATE_PARKED |                           \
@@ -78,95 +77,16 @@ static vmt_thread_info_t *info_of(vmt_thread_t *t) {
   return ti;
 }
 
-/* ---- One thread in each kind of wait ----------------------------------------------------- */
-typedef struct world {
-  vmt_monitor_t *m;        /* waited on */
-  vmt_monitor_t *held;     /* held by the test: entering it blocks */
-  vmt_sync_t *sync;        /* held by the test: locking it parks */
-  vmt_thread_t *target[2]; /* what the joiners join, held at gate */
-  gate_t gate;
-} world_t;
-
-static void *do_sleep(void *arg) { (void)arg; vmt_sleep_ns(LONG_NS); return NULL; }
-static void *do_park(void *arg) { (void)arg; vmt_park(0); return NULL; }
-static void *do_park_nanos(void *arg) { (void)arg; vmt_park_nanos(LONG_NS); return NULL; }
-static void *do_join(void *arg) { vmt_thread_join(((world_t *)arg)->target[0], NULL); return NULL; }
-static void *do_timed_join(void *arg) {
-  vmt_thread_timed_join(((world_t *)arg)->target[1], LONG_NS, NULL);
-  return NULL;
-}
-static void *do_wait(void *arg) {
-  world_t *w = arg;
-  vmt_monitor_enter(w->m);
-  vmt_monitor_wait(w->m, 0);
-  vmt_monitor_exit(w->m);
-  return NULL;
-}
-static void *do_timed_wait(void *arg) {
-  world_t *w = arg;
-  vmt_monitor_enter(w->m);
-  vmt_monitor_wait(w->m, LONG_NS);
-  vmt_monitor_exit(w->m);
-  return NULL;
-}
-static void *do_enter(void *arg) {
-  world_t *w = arg;
-  vmt_monitor_enter(w->held);
-  vmt_monitor_exit(w->held);
-  return NULL;
-}
-static void *do_sync_lock(void *arg) {
-  world_t *w = arg;
-  if (vmt_sync_lock(w->sync) == 0) vmt_sync_unlock(w->sync);
-  return NULL;
-}
-
+/* ---- One thread in each kind of wait (test/waits_util.h has the table) ------------------ */
 static void each_wait_has_its_bits(void **state) {
   (void)state;
-  world_t w;
-  assert_int_equal(vmt_monitor_create(&w.m, "bits-wait"), 0);
-  assert_int_equal(vmt_monitor_create(&w.held, "bits-held"), 0);
-  assert_int_equal(vmt_sync_create(&w.sync, "bits-sync"), 0);
-  assert_int_equal(vmt_monitor_enter(w.held), 0);
-  assert_int_equal(vmt_sync_lock(w.sync), 0);
-  gate_init(&w.gate);
-  for (int i = 0; i < 2; i++) w.target[i] = start_named("bits-target", false, gate_body, &w.gate);
-  gate_await(&w.gate, 2);
-  const uint32_t untimed = VMT_THREAD_STATE_ALIVE | VMT_THREAD_STATE_WAITING |
-                           VMT_THREAD_STATE_WAITING_INDEFINITELY;
-  const uint32_t timed = VMT_THREAD_STATE_ALIVE | VMT_THREAD_STATE_WAITING |
-                         VMT_THREAD_STATE_WAITING_WITH_TIMEOUT;
-  static const struct {
-    const char *name;
-    vmt_thread_fn fn;
-    vmt_thread_state_t state;
-    bool timed;
-    uint32_t kind;
-  } cases[] = {
-      {"bits-sleep", do_sleep, VMT_THREAD_TIMED_WAITING, true, VMT_THREAD_STATE_SLEEPING},
-      {"bits-park", do_park, VMT_THREAD_WAITING, false, VMT_THREAD_STATE_PARKED},
-      {"bits-park-nanos", do_park_nanos, VMT_THREAD_TIMED_WAITING, true, VMT_THREAD_STATE_PARKED},
-      {"bits-sync", do_sync_lock, VMT_THREAD_WAITING, false, VMT_THREAD_STATE_PARKED},
-      {"bits-join", do_join, VMT_THREAD_WAITING, false, VMT_THREAD_STATE_IN_OBJECT_WAIT},
-      {"bits-timed-join", do_timed_join, VMT_THREAD_TIMED_WAITING, true,
-       VMT_THREAD_STATE_IN_OBJECT_WAIT},
-      {"bits-wait", do_wait, VMT_THREAD_WAITING, false, VMT_THREAD_STATE_IN_OBJECT_WAIT},
-      {"bits-timed-wait", do_timed_wait, VMT_THREAD_TIMED_WAITING, true,
-       VMT_THREAD_STATE_IN_OBJECT_WAIT},
-      {"bits-enter", do_enter, VMT_THREAD_BLOCKED, false, 0},
-  };
-  enum { N = sizeof(cases) / sizeof(cases[0]) };
-  vmt_thread_t *t[N];
-  for (int i = 0; i < N; i++) {
-    t[i] = start_named(cases[i].name, false, cases[i].fn, &w);
-    assert_non_null(t[i]);
-    if (!await_state(t[i], cases[i].state)) fail_msg("%s never reached its state", cases[i].name);
-    vmt_thread_info_t *ti = info_of(t[i]);
-    uint32_t want = cases[i].state == VMT_THREAD_BLOCKED
-                        ? VMT_THREAD_STATE_ALIVE | VMT_THREAD_STATE_BLOCKED_ON_MONITOR_ENTER
-                        : (cases[i].timed ? timed : untimed) | cases[i].kind;
-    if (ti->state_bits != want)
-      fail_msg("%s: bits 0x%x, want 0x%x", cases[i].name, ti->state_bits, want);
+  waits_t w;
+  waits_start(&w);
+  const wait_kind_t *k = wait_kinds();
+  for (int i = 0; i < WAITS_N; i++) {
+    vmt_thread_info_t *ti = info_of(w.t[i]);
+    if (ti->state_bits != k[i].bits)
+      fail_msg("%s: bits 0x%x, want 0x%x", k[i].name, ti->state_bits, k[i].bits);
     vmt_mx_thread_info_free(ti);
   }
   /* A pending interrupt is in the bits whatever the state: the targets are RUNNABLE (in a
@@ -181,30 +101,13 @@ static void each_wait_has_its_bits(void **state) {
   assert_int_equal(ti->state_bits, VMT_THREAD_STATE_ALIVE | VMT_THREAD_STATE_RUNNABLE |
                                        VMT_THREAD_STATE_IN_NATIVE);
   vmt_mx_thread_info_free(ti);
-
-  /* The sleeper, suspended: SUSPENDED beside its wait. */
-  assert_int_equal(vmt_thread_suspend(t[0], VMT_SUSPEND_DEBUGGER, 0, NULL), 0);
-  ti = info_of(t[0]);
-  assert_int_equal(ti->state_bits, timed | VMT_THREAD_STATE_SLEEPING | VMT_THREAD_STATE_SUSPENDED);
+  /* The sleeper (row 0), suspended: SUSPENDED beside its wait. */
+  assert_int_equal(vmt_thread_suspend(w.t[0], VMT_SUSPEND_DEBUGGER, 0, NULL), 0);
+  ti = info_of(w.t[0]);
+  assert_int_equal(ti->state_bits, k[0].bits | VMT_THREAD_STATE_SUSPENDED);
   vmt_mx_thread_info_free(ti);
-  assert_int_equal(vmt_thread_resume(t[0], VMT_SUSPEND_DEBUGGER), 0);
-
-  assert_int_equal(vmt_monitor_exit(w.held), 0);
-  assert_int_equal(vmt_sync_unlock(w.sync), 0);
-  for (int i = 0; i < N; i++) {
-    vmt_thread_interrupt(t[i]);   /* ends every wait here; the other two have ended already */
-    assert_int_equal(vmt_thread_join(t[i], NULL), 0);
-    vmt_thread_release(t[i]);
-  }
-  gate_open(&w.gate);
-  for (int i = 0; i < 2; i++) {
-    assert_int_equal(vmt_thread_join(w.target[i], NULL), 0);
-    vmt_thread_release(w.target[i]);
-  }
-  gate_destroy(&w.gate);
-  assert_int_equal(vmt_monitor_destroy(w.m), 0);
-  assert_int_equal(vmt_monitor_destroy(w.held), 0);
-  assert_int_equal(vmt_sync_destroy(w.sync), 0);
+  assert_int_equal(vmt_thread_resume(w.t[0], VMT_SUSPEND_DEBUGGER), 0);
+  waits_finish(&w);
 }
 
 /* ---- A racing reader --------------------------------------------------------------------- *
@@ -258,7 +161,9 @@ static void *race_join(void *arg) {
   while (!atomic_load(&r->stop)) {
     vmt_thread_t *t = NULL;
     if (vmt_thread_start(&t, return_null, NULL) != 0) continue;
-    vmt_thread_join(t, NULL);
+    /* The stop's interrupt ends a join with -EINTR (status cleared, nothing joined): again. */
+    while (vmt_thread_join(t, NULL) == -EINTR) {
+    }
     vmt_thread_release(t);
   }
   return NULL;
