@@ -1285,6 +1285,15 @@ static void profiler_functions(void **state) {
         vmt_prof_write_flamegraph(stdout, "t", 0));
   rc_is("vmt_prof_write_table", "out NULL", -EINVAL, vmt_prof_write_table(NULL));
   rc_is("vmt_prof_write_table", "no profile", -ENOENT, vmt_prof_write_table(stdout));
+  rc_is("vmt_prof_set_thread_excluded", "NULL", -EINVAL, vmt_prof_set_thread_excluded(NULL, true));
+  vmt_thread_t *gone;
+  assert_int_equal(vmt_thread_start(&gone, return_arg, NULL), 0);
+  assert_int_equal(vmt_thread_join(gone, NULL), 0);
+  rc_is("vmt_prof_set_thread_excluded", "a terminated thread (nothing to do)", 0,
+        vmt_prof_set_thread_excluded(gone, true));
+  assert_int_equal(vmt_thread_release(gone), 0);
+  rc_is("vmt_prof_set_thread_excluded", "released handle", -EINVAL,
+        vmt_prof_set_thread_excluded(gone, false));
 
   /* Signal control: unusable signals, the sampling signal, a host's handler, twice. */
   rc_is("vmt_prof_disable_signal_control", "not enabled", 0, vmt_prof_disable_signal_control());

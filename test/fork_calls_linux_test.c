@@ -939,6 +939,13 @@ static void call_prof_set_walker(int w) {
   vmt_prof_set_walker(prof_walker, NULL, NULL);
   vmt_prof_set_walker(NULL, NULL, NULL);
 }
+/* Out and back in, under a running profile: a disarm and an arm of the worker's own thread. */
+static void call_prof_exclude(int w) {
+  (void)w;
+  vmt_thread_t *self = vmt_thread_current();
+  KEEP(vmt_prof_set_thread_excluded(self, true));
+  KEEP(vmt_prof_set_thread_excluded(self, false));
+}
 static void call_prof_collapsed(int w) { (void)w, vmt_prof_write_collapsed(devnull, 0); }
 static void call_prof_collapsed_string(int w) {
   (void)w;
@@ -1130,6 +1137,7 @@ static const row_t rows[] = {
     {.fn = "vmt_prof_get_stats", .call = call_prof_stats, .workers = 2, .setup = prof_on, .teardown = prof_off},
     {.fn = "vmt_prof_get_thread_stats", .call = call_prof_stats, .workers = 2, .setup = prof_on, .teardown = prof_off},
     {.fn = "vmt_prof_set_walker", .call = call_prof_set_walker, .workers = 2},
+    {.fn = "vmt_prof_set_thread_excluded", .call = call_prof_exclude, .workers = 2, .setup = prof_on, .teardown = prof_off},
     {.fn = "vmt_prof_write_collapsed", .call = call_prof_collapsed, .workers = 2, .setup = prof_on, .teardown = prof_off},
     {.fn = "vmt_prof_collapsed_to_string", .call = call_prof_collapsed_string, .workers = 2, .setup = prof_on, .teardown = prof_off},
     {.fn = "vmt_prof_write_flamegraph", .call = call_prof_flamegraph, .workers = 2, .setup = prof_on, .teardown = prof_off},

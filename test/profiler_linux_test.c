@@ -220,11 +220,18 @@ static void test_accuracy_20ms(void **state) {
 /* ---- A walker that names each sample's thread --------------------------------------------- */
 static _Thread_local int64_t my_tag;     /* set by each thread's body: its own id */
 static _Atomic int64_t walks;
+/* The walks on this thread (the walker runs on the sampled thread), and where a body that
+ * others watch publishes them. */
+static _Thread_local _Atomic int64_t my_walks;
+static _Thread_local _Atomic int64_t *_Atomic my_walks_out;
 
 static int tag_walker(vmt_thread_t *t, const void *ucontext, uintptr_t *frames, int32_t max,
                       void *ctx) {
   (void)t, (void)ucontext, (void)ctx;
   atomic_fetch_add_explicit(&walks, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&my_walks, 1, memory_order_relaxed);
+  _Atomic int64_t *out = atomic_load_explicit(&my_walks_out, memory_order_relaxed);
+  if (out) atomic_fetch_add_explicit(out, 1, memory_order_relaxed);
   if (my_tag == 0 || max < 2) return 0;   /* not a tagged body: the native frames */
   frames[0] = (uintptr_t)my_tag;          /* innermost */
   frames[1] = (uintptr_t)0x7a67;          /* a root frame: "tagged" */
@@ -380,6 +387,112 @@ static void test_stop_while_signals_in_flight(void **state) {
   print_message("%d start/stop rounds with %d spinners: %lld walks, none after a stop\n", ROUNDS,
                 SPINNERS, (long long)total_walks);
   assert_true(total_walks > 0);
+  assert_int_equal(vmt_prof_set_walker(NULL, NULL, NULL), 0);
+}
+
+/* ---- Thread exclusion ----------------------------------------------------------------------- */
+typedef struct excl_burner {
+  _Atomic int64_t walks;
+  _Atomic bool stop;
+  vmt_thread_t *t;
+} excl_burner_t;
+
+static void *excl_body(void *arg) {
+  excl_burner_t *b = arg;
+  my_tag = vmt_thread_id(vmt_thread_current());
+  atomic_store(&my_walks_out, &b->walks);
+  while (!atomic_load(&b->stop)) burn_cpu_ms(1);
+  atomic_store(&my_walks_out, NULL);
+  return NULL;
+}
+
+/* Sampled, then excludes itself: no walk after that, and it is not "ended" in the profile. */
+static _Atomic int64_t self_walks_at_exclusion, self_walks_after;
+static void *excl_self_body(void *arg) {
+  excl_burner_t *b = arg;
+  my_tag = vmt_thread_id(vmt_thread_current());
+  while (atomic_load(&my_walks) == 0) burn_cpu_ms(1);
+  if (vmt_prof_set_thread_excluded(vmt_thread_current(), true) != 0) abort();
+  atomic_store(&self_walks_at_exclusion, atomic_load(&my_walks));
+  burn_cpu_ms(30);
+  atomic_store(&self_walks_after, atomic_load(&my_walks));
+  atomic_store(&b->walks, 1);   /* done */
+  while (!atomic_load(&b->stop)) usleep(1000);
+  return NULL;
+}
+
+/* Waits (20 s at most) until b was walked more than `since` times. */
+static bool wait_walked(excl_burner_t *b, int64_t since) {
+  for (int i = 0; i < 4000 && atomic_load(&b->walks) <= since; i++) usleep(5000);
+  return atomic_load(&b->walks) > since;
+}
+
+/* vmt_prof_set_thread_excluded: an excluded thread is never armed, nor sampled, however much
+ * CPU it uses; the mark holds across starts; while a profile runs it takes effect at once,
+ * both ways, and the CPU time counted for a thread excluded mid-run ends at its exclusion. */
+static void test_thread_exclusion(void **state) {
+  (void)state;
+  excl_burner_t a = {0}, b = {0};
+  assert_int_equal(vmt_prof_set_walker(tag_walker, tag_symbolizer, NULL), 0);
+  assert_int_equal(vmt_thread_start(&a.t, excl_body, &a), 0);
+  assert_int_equal(vmt_thread_start(&b.t, excl_body, &b), 0);
+  assert_int_equal(vmt_prof_set_thread_excluded(b.t, true), 0);
+  vmt_prof_options_t o = period_opts(VMT_PROF_PERIOD_MIN_NS);
+  assert_int_equal(vmt_prof_start(&o), 0);
+  /* b burns as a does, unsampled: */
+  assert_true(wait_walked(&a, 20));
+  assert_int_equal(atomic_load(&b.walks), 0);
+  /* Put back while running: sampled from now on. */
+  assert_int_equal(vmt_prof_set_thread_excluded(b.t, false), 0);
+  assert_true(wait_walked(&b, 0));
+  /* a out while running: at most the one sample a handler running on it may finish. */
+  assert_int_equal(vmt_prof_set_thread_excluded(a.t, true), 0);
+  int64_t a_out = atomic_load(&a.walks);
+  assert_true(wait_walked(&b, atomic_load(&b.walks) + 20));
+  assert_true(atomic_load(&a.walks) <= a_out + 1);
+  int64_t a_cpu_now = vmt_thread_cpu_time(a.t, VMT_CPU_TOTAL);
+  assert_int_equal(vmt_prof_stop(), 0);
+  vmt_prof_thread_stats_t ta, tb;
+  assert_int_equal(vmt_prof_get_thread_stats(vmt_thread_id(a.t), &ta), 0);
+  assert_int_equal(vmt_prof_get_thread_stats(vmt_thread_id(b.t), &tb), 0);
+  assert_true(ta.samples > 0 && tb.samples > 0);
+  /* a's CPU while armed ended at its exclusion, before the reading above; its weights stay
+   * within it. */
+  assert_true(ta.cpu_ns > 0 && ta.cpu_ns < a_cpu_now);
+  assert_true(ta.weight * o.period_ns <= ta.cpu_ns);
+  int64_t a_armed_cpu = ta.cpu_ns;
+  /* A thread that excludes itself: at once, and it stays a live thread of the profile. */
+  excl_burner_t c = {0};
+  assert_int_equal(vmt_prof_start(&o), 0);
+  assert_int_equal(vmt_thread_start(&c.t, excl_self_body, &c), 0);
+  assert_true(wait_walked(&c, 0));
+  assert_int_equal(vmt_prof_stop(), 0);
+  assert_int_equal(atomic_load(&self_walks_after), atomic_load(&self_walks_at_exclusion));
+  vmt_prof_thread_stats_t tc;
+  assert_int_equal(vmt_prof_get_thread_stats(vmt_thread_id(c.t), &tc), 0);
+  assert_true(tc.samples > 0);
+  assert_false(tc.ended);
+  atomic_store(&c.stop, true);
+  assert_int_equal(vmt_thread_join(c.t, NULL), 0);
+  vmt_thread_release(c.t);
+  /* The mark holds across a stop and a start: a is not armed again. */
+  assert_int_equal(vmt_prof_start(&o), 0);
+  int64_t a_before = atomic_load(&a.walks);
+  assert_true(wait_walked(&b, atomic_load(&b.walks) + 20));
+  assert_int_equal(atomic_load(&a.walks), a_before);
+  assert_int_equal(vmt_prof_stop(), 0);
+  assert_int_equal(vmt_prof_get_thread_stats(vmt_thread_id(a.t), &ta), -ENOENT);
+  print_message("exclusion: a walked %lld times, b %lld; a's CPU while armed %lld ns\n",
+                (long long)atomic_load(&a.walks), (long long)atomic_load(&b.walks),
+                (long long)a_armed_cpu);
+  assert_int_equal(vmt_prof_set_thread_excluded(a.t, false), 0);
+  atomic_store(&a.stop, true);
+  atomic_store(&b.stop, true);
+  assert_int_equal(vmt_thread_join(a.t, NULL), 0);
+  assert_int_equal(vmt_thread_join(b.t, NULL), 0);
+  vmt_thread_release(a.t);
+  vmt_thread_release(b.t);
+  assert_int_equal(vmt_prof_clear(), 0);
   assert_int_equal(vmt_prof_set_walker(NULL, NULL, NULL), 0);
 }
 
@@ -784,6 +897,7 @@ int main(void) {
       cmocka_unit_test(test_accuracy_20ms),
       cmocka_unit_test(test_thread_lifetimes_during_sampling),
       cmocka_unit_test(test_stop_while_signals_in_flight),
+      cmocka_unit_test(test_thread_exclusion),
       cmocka_unit_test(test_fork_while_profiling),
       cmocka_unit_test(test_native_stacks_and_outputs),
       cmocka_unit_test(test_cooperative_mode),

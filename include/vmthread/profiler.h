@@ -114,7 +114,8 @@ typedef struct vmt_prof_stats {
   int64_t weight;                        /* their weights: sum of 1 + overrun */
   int64_t lost_samples[VMT_PROF_LOST_COUNT];
   int64_t lost_weight[VMT_PROF_LOST_COUNT];
-  int64_t threads;                       /* threads ever armed in this run */
+  int64_t threads;                       /* armings in this run (a thread excluded and
+                                          * included again counts twice) */
   int32_t threads_armed;                 /* armed now */
   int64_t arm_failures;                  /* threads whose timer could not be created */
   int32_t threads_at_start;              /* armed by the start itself */
@@ -154,6 +155,20 @@ typedef struct vmt_prof_thread_stats {
 /* The thread with id `id` (a profiled thread, live or ended): -ENOENT if not in the profile,
  * -EINVAL on NULL or id <= 0. */
 VMT_EXPORT int vmt_prof_get_thread_stats(int64_t id, vmt_prof_thread_stats_t *out);
+
+/*
+ * Leaves t out of profiling (excluded true) or puts it back (false), as JFR leaves its own
+ * threads out and async-profiler's thread filter keeps chosen ones: a VM's agent or
+ * compiler threads, or one half of an A/B measurement (bench/profiler.c). The mark is t's for
+ * its life, across starts and stops; a thread starts included. While a profile runs it takes
+ * effect before the call returns: an excluded thread is disarmed (its samples and its CPU time
+ * so far stay in the profile; its buffer is freed by the drainer when t excludes itself, kept
+ * until the stop when another thread does, as a handler running on t may still finish its one
+ * sample), an included one is armed (a timer that cannot be created counts in arm_failures, as
+ * at a start). A terminated t: 0, nothing to do.
+ * Errors: -EINVAL (NULL or a released handle).
+ */
+VMT_EXPORT int vmt_prof_set_thread_excluded(vmt_thread_t *t, bool excluded);
 
 /*
  * The VM's frames. The walker runs in the signal handler, on the sampled thread t, with the

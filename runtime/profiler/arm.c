@@ -2,10 +2,12 @@
  * runtime/profiler/arm.c: giving each runtime thread its CPU timer and sample buffer, and
  * taking them back before the thread leaves.
  *
- * Three parties arm: the start of a session (every live thread of one registry snapshot), a
- * thread that starts or attaches while a session runs (itself, from the life-cycle hook), and
- * the drainer once after the start (a thread whose tid was not yet published when the start
- * saw it). Two disarm: the stop (every armed thread), and a thread that ends (itself).
+ * Four parties arm: the start of a session (every live thread of one registry snapshot), a
+ * thread that starts or attaches while a session runs (itself, from the life-cycle hook), the
+ * drainer once after the start (a thread whose tid was not yet published when the start saw
+ * it), and vmt_prof_set_thread_excluded(t, false). Three disarm: the stop (every armed
+ * thread), a thread that ends (itself), and vmt_prof_set_thread_excluded(t, true). An
+ * excluded thread is never armed.
  *
  * DESIGN (a timer never outlives its thread, and never names a recycled tid). A record's
  * prof.state is claimed IDLE -> BUSY by one party at a time (compare-exchange); the armer
@@ -60,10 +62,12 @@ int vmt__prof_arm(vmt_thread_t *t) {
   const vmt__prof_config_t *cfg = &vmt__prof.cfg;
   int rc = 0;
   if (!atomic_load_explicit(&vmt__prof_arming, memory_order_seq_cst) ||
+      atomic_load_explicit(&t->prof.excluded, memory_order_seq_cst) ||
       atomic_load_explicit(&t->os.exiting, memory_order_seq_cst) ||
       vmt_os_thread_tid(&t->os) == 0) {
-    /* Stopped, leaving, or not yet bound: the thread arms itself when it runs (start.c
-     * publishes the tid before its hook) or the drainer's rescan arms it. */
+    /* Stopped, excluded, leaving, or not yet bound: the thread arms itself when it runs
+     * (start.c publishes the tid before its hook) or the drainer's rescan arms it. An
+     * exclusion set after this check finds the BUSY, then the ARMED, and disarms. */
     atomic_store_explicit(&t->prof.state, VMT__PROF_IDLE, memory_order_seq_cst);
     return 0;
   }
@@ -100,7 +104,7 @@ static void push_retired(vmt__prof_slot_t *slot) {
                                                 memory_order_seq_cst, memory_order_relaxed));
 }
 
-void vmt__prof_disarm(vmt_thread_t *t, bool self, vmt__prof_slot_t **disarmed) {
+void vmt__prof_disarm(vmt_thread_t *t, bool self, bool ending, vmt__prof_slot_t **disarmed) {
   for (;;) {
     uint32_t s = atomic_load_explicit(&t->prof.state, memory_order_seq_cst);
     if (s == VMT__PROF_IDLE) return;
@@ -120,7 +124,7 @@ void vmt__prof_disarm(vmt_thread_t *t, bool self, vmt__prof_slot_t **disarmed) {
   int64_t cpu = self ? vmt_os_current_thread_cpu_time(false)
                      : vmt_os_thread_cpu_time(&t->os, false, &ok);
   slot->cpu_at_disarm_ns = ok ? cpu : -1;
-  slot->ended = self;
+  slot->ended = ending;
   /* From here the handler on t finds no slot (t's own handler: the store is ordered before
    * the push below for a handler interrupting this very thread). */
   atomic_store_explicit(&t->prof.slot, NULL, memory_order_seq_cst);
@@ -151,4 +155,4 @@ int32_t vmt__prof_arm_all(bool from_the_end) {
 
 void vmt__prof_thread_begin_hook(vmt_thread_t *t) { (void)vmt__prof_arm(t); }
 
-void vmt__prof_thread_end_hook(vmt_thread_t *t) { vmt__prof_disarm(t, true, NULL); }
+void vmt__prof_thread_end_hook(vmt_thread_t *t) { vmt__prof_disarm(t, true, true, NULL); }

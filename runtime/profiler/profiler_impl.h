@@ -118,6 +118,10 @@ typedef struct vmt__prof_state {
   vmt__prof_profile_t *inherited;              /* a fork parent's, in the child: never freed */
   _Atomic(vmt__prof_slot_t *) ready;           /* slots with new samples */
   _Atomic(vmt__prof_slot_t *) retired;         /* slots of threads that ended */
+  /* Slots of threads another thread excluded while the profile ran (under lock): a handler on
+   * such a thread, on the other CPU, may still hold one, so they are freed by the stop, after
+   * the handlers drained, as the stop's own disarmed slots are. */
+  vmt__prof_slot_t *excluded_slots;
   _Atomic uint32_t wake;                       /* the drainer's futex word */
   _Atomic bool stopping;
   _Atomic bool rescan;                         /* the drainer arms what the start missed */
@@ -149,9 +153,9 @@ int vmt__prof_default_signal(void);
  * (counted in arm_failures). */
 int vmt__prof_arm(vmt_thread_t *t);
 /* Disarms t if armed (waiting while another thread is arming or disarming it). self: t is
- * the calling thread, ending. The slot goes to *disarmed (stop) or, when disarmed is NULL,
- * to the retired list. */
-void vmt__prof_disarm(vmt_thread_t *t, bool self, vmt__prof_slot_t **disarmed);
+ * the calling thread; ending: t is ending (its end hook). The slot goes to *disarmed (stop) or,
+ * when disarmed is NULL, to the retired list. */
+void vmt__prof_disarm(vmt_thread_t *t, bool self, bool ending, vmt__prof_slot_t **disarmed);
 /* Arms every live thread of the registry, from its first or its last; returns how many this
  * call armed (two callers from both ends share the work: arm.c's claim makes each thread
  * one's). */

@@ -19,8 +19,8 @@
  * the drainer is not there, and the slots belong to threads that do not exist in the child.
  * The child is not profiled unless it asks: the child handler resets the state to "not
  * running", sets the parent's profile aside for good (memory the fork copied, never freed),
- * and clears the forking thread's arming. The disposition stays ours in
- * the child: harmless without timers, and the next start keeps it.
+ * and clears the forking thread's arming (not its exclusion, which is the thread's). The
+ * disposition stays ours in the child: harmless without timers, and the next start keeps it.
  */
 #include <errno.h>
 #include <sched.h>
@@ -173,7 +173,7 @@ static void disarm_all(vmt__prof_slot_t **disarmed) {
     const vmt__snapshot_t *snap = vmt__registry_acquire();
     if (snap) {
       for (size_t i = 0; i < snap->count; i++)
-        vmt__prof_disarm(snap->threads[i], false, disarmed);
+        vmt__prof_disarm(snap->threads[i], false, false, disarmed);
       vmt__registry_release(snap);
     }
     if (atomic_load_explicit(&vmt__prof.threads_armed, memory_order_seq_cst) <= 0) return;
@@ -188,7 +188,8 @@ int vmt_prof_stop(void) {
     return 0;
   }
   atomic_store_explicit(&vmt__prof_arming, false, memory_order_seq_cst);
-  vmt__prof_slot_t *disarmed = NULL;
+  vmt__prof_slot_t *disarmed = vmt__prof.excluded_slots;
+  vmt__prof.excluded_slots = NULL;
   disarm_all(&disarmed);
   atomic_store_explicit(&vmt__prof_handler_cfg, NULL, memory_order_seq_cst);
   while (atomic_load_explicit(&vmt__prof_in_handler, memory_order_seq_cst) != 0) sched_yield();
@@ -225,6 +226,26 @@ int vmt_prof_set_walker(vmt_prof_walker_fn walker, vmt_prof_symbolizer_fn symbol
   }
   pthread_mutex_unlock(&vmt__prof.lock);
   return rc;
+}
+
+int vmt_prof_set_thread_excluded(vmt_thread_t *t, bool excluded) {
+  if (t == NULL || !vmt__handle_valid(t)) return -EINVAL;
+  pthread_mutex_lock(&vmt__prof.lock);
+  /* Before the arming state is read (seq_cst both): an armer that claimed t before this store
+   * is waited for (its BUSY) and undone; one that claims after it sees the mark. */
+  atomic_store_explicit(&t->prof.excluded, excluded, memory_order_seq_cst);
+  if (vmt__prof.running) {
+    /* A thread excluding itself holds no handler (one that interrupted it has returned): its
+     * slot goes to the drainer as an ending thread's does. Another thread's handler may still
+     * be in its slot on the other CPU: the stop frees that one. */
+    bool self = t == vmt__current;
+    if (excluded)
+      vmt__prof_disarm(t, self, false, self ? NULL : &vmt__prof.excluded_slots);
+    else
+      (void)vmt__prof_arm(t);   /* a failure counts in arm_failures, as at a start */
+  }
+  pthread_mutex_unlock(&vmt__prof.lock);
+  return 0;
 }
 
 const char *vmt_prof_lost_cause_name(vmt_prof_lost_cause_t cause) {
@@ -326,6 +347,7 @@ static void fork_child(void) {
   vmt__prof.running = false;
   atomic_store(&vmt__prof.ready, NULL);
   atomic_store(&vmt__prof.retired, NULL);
+  vmt__prof.excluded_slots = NULL;   /* set aside with the profile */
   atomic_store(&vmt__prof.wake, 0);
   atomic_store(&vmt__prof.helping, 0);
   atomic_store(&vmt__prof.drainer_active, 0);
@@ -341,6 +363,6 @@ VMT__PROCESS_STATE(profiler,
                    .symbols = "vmt__prof", .rule = VMT__FORK_DROP,
                    .fork = "not running in the child: no timer is inherited (POSIX) and the "
                            "drainer is not there; the lock re-initialised, the parent's profile "
-                           "set aside and never freed, the forking thread disarmed; the walker "
-                           "kept; the child may start its own",
+                           "set aside and never freed, the forking thread disarmed (its "
+                           "exclusion kept); the walker kept; the child may start its own",
                    .rank = VMT__RANK_PROFILER + 10, .child = fork_child);

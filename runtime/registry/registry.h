@@ -159,6 +159,9 @@ struct vmt__thread_prof {
   /* Cooperative mode: 1 when the handler left weight for the thread's next poll, which calls
    * vmt__prof_poll (runtime/vmservices/handshake.c). */
   _Atomic uint32_t at_poll;
+  /* vmt_prof_set_thread_excluded: never armed while set (arm.c checks it after its claim).
+   * The thread's for its life; a fork child's survivor keeps it. */
+  _Atomic bool excluded;
 };
 
 /* Per-category figures (Eclipse OMR keeps these for GC/JIT/application threads). */
