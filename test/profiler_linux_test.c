@@ -497,6 +497,19 @@ static void test_thread_exclusion(void **state) {
 }
 
 /* ---- Fork while profiling ----------------------------------------------------------------- */
+/* Burns CPU until this thread has been walked more than `since` times, for at most max_ms of
+ * its CPU: true once it was. A fixed amount of CPU does not guarantee a sample: the kernel
+ * checks a CPU timer only at the ticks that find the thread running, and on a loaded machine
+ * a thread can use 40 ms and more between two such ticks (seen: 0 samples of 40 ms at 1 ms,
+ * in a run where a burner's unsignalled tail was 14 of its 30 periods). */
+static bool burn_until_walked(int64_t since, int max_ms) {
+  for (int ms = 0; ms < max_ms; ms++) {
+    if (atomic_load(&my_walks) > since) return true;
+    burn_cpu_ms(1);
+  }
+  return atomic_load(&my_walks) > since;
+}
+
 static void test_fork_while_profiling(void **state) {
   (void)state;
   vmt_thread_t *self;
@@ -506,6 +519,7 @@ static void test_fork_while_profiling(void **state) {
   assert_int_equal(vmt_thread_start(&t, spinner, NULL), 0);
   assert_int_equal(vmt_prof_set_walker(tag_walker, tag_symbolizer, NULL), 0);
   vmt_prof_options_t o = period_opts(VMT_PROF_PERIOD_MIN_NS);
+  int64_t own_before = atomic_load(&my_walks);
   assert_int_equal(vmt_prof_start(&o), 0);
   my_tag = vmt_thread_id(self);
   burn_cpu_ms(20);
@@ -523,8 +537,10 @@ static void test_fork_while_profiling(void **state) {
     /* It may ask: its own session samples its own (forking) thread. Not under TSan, which
      * cannot start a thread (the drainer) in the child of a threaded process. */
     if (UNDER_TSAN) _exit(code);
+    int64_t own0 = atomic_load(&my_walks);
     if (code == 0 && vmt_prof_start(&o) != 0) code = 13;
-    burn_cpu_ms(60);
+    burn_cpu_ms(20);
+    bool walked = burn_until_walked(own0, 5000);
     if (code == 0 && vmt_prof_stop() != 0) code = 14;
     vmt_prof_thread_stats_t ts;
     int ts_rc = code == 0 ? vmt_prof_get_thread_stats(vmt_thread_id(self), &ts) : 0;
@@ -533,9 +549,12 @@ static void test_fork_while_profiling(void **state) {
        * child's session saw. */
       vmt_prof_stats_t cs;
       if (vmt_prof_get_stats(&cs) == 0)
-        fprintf(stderr, "fork child: thread stats rc %d, samples %lld; session: %lld threads, "
-                "%lld samples, lost full %lld unsafe %lld failed %lld disarmed %lld\n", ts_rc,
-                ts_rc == 0 ? (long long)ts.samples : -1LL, (long long)cs.threads,
+        fprintf(stderr, "fork child: walked %d, thread stats rc %d, samples %lld, cpu %lld ns, "
+                "unsignalled %lld; session: %lld threads, "
+                "%lld samples, lost full %lld unsafe %lld failed %lld disarmed %lld\n", walked,
+                ts_rc, ts_rc == 0 ? (long long)ts.samples : -1LL,
+                ts_rc == 0 ? (long long)ts.cpu_ns : -1LL,
+                ts_rc == 0 ? (long long)ts.unsignalled : -1LL, (long long)cs.threads,
                 (long long)cs.samples, (long long)cs.lost_samples[0],
                 (long long)cs.lost_samples[1], (long long)cs.lost_samples[2],
                 (long long)cs.lost_samples[3]);
@@ -555,10 +574,13 @@ static void test_fork_while_profiling(void **state) {
     fail_msg("fork child failed check %d", WEXITSTATUS(status));
   }
   burn_cpu_ms(20);
+  bool walked = burn_until_walked(own_before, 5000);
   assert_int_equal(vmt_prof_stop(), 0);
   vmt_prof_thread_stats_t ts;
   assert_int_equal(vmt_prof_get_thread_stats(vmt_thread_id(self), &ts), 0);
-  assert_true(ts.samples > 0);
+  if (ts.samples == 0)
+    fail_msg("parent: walked %d, 0 samples, cpu %lld ns, unsignalled %lld", walked,
+             (long long)ts.cpu_ns, (long long)ts.unsignalled);
   atomic_store(&spin_stop, true);
   assert_int_equal(vmt_thread_join(t, NULL), 0);
   vmt_thread_release(t);
