@@ -15,14 +15,16 @@
  * The rows' extra keys: samples per expected (cpu / P), the summed weights against the
  * process's CPU time over the run, lost samples by cause.
  *
- * overhead_<P>ms (P = 10, 4): a fixed amount of work (two threads running an interpreter-like
- * loop ten calls deep) timed in process CPU time (getrusage: the workers, the drainer, the
- * handlers), unprofiled and profiled, rounds interleaved (off, 10 ms, 4 ms, off, ...); each
- * sample is a profiled round's CPU in % of the mean of the unprofiled rounds around it
- * (150 ms of CPU per thread and round, 21 rounds; --quick: 100 ms, 7 rounds). The notes print
- * the median overhead and its spread, and beside it the profiler's own time as it measures it
- * (its handlers' and the drainer's, vmt_prof_stats_t), which a shared machine's noise does not
- * blur: the kernel's delivery of each signal (1.3-2.5 us here) is in the first only.
+ * overhead_<P>ms (P = 10, 4): two identical workers (an interpreter-like loop ten calls deep)
+ * pinned to one CPU take one-tick turns, one of them profiled, the other left out
+ * (vmt_prof_set_thread_excluded), roles swapped every round; a round is the profiled half's CPU
+ * per unit of work, plus the drainer's and the start/stop's CPU, in % of its twin's (50 turns
+ * of 4 ms a half; 21 rounds, 7 with --quick, 41 with --long; the section below says why). The
+ * notes print the median, the spread (p10 .. p90, min .. max), the signals per expected one,
+ * and beside it the profiler's own time as it measures it (its handlers' and the drainer's,
+ * vmt_prof_stats_t), which leaves the kernel's part out. overhead_aa (neither twin profiled)
+ * and overhead_4ms_injected (a walker that spins a known CPU time per sample) check the
+ * method. --overhead-only runs these rows alone.
  * bias_signal, bias_cooperative: a thread in managed code spends half its CPU in a function
  * that never polls, half in one that polls; the row is the share of the weight on the first
  * one's stacks (its true share, about 50 %, is in an extra key): the cooperative mode's bias,
@@ -39,7 +41,9 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,27 +111,6 @@ __attribute__((noinline)) static void method_outer(vm_t *m) {
 }
 __attribute__((noinline)) static void interpret(vm_t *m, int64_t units) {
   for (int64_t u = 0; u < units; u++) method_outer(m);
-}
-
-static void *worker(void *arg) {
-  vm_t m = {.pc = 1};
-  for (int i = 0; i < 16; i++) m.regs[i] = (uint64_t)i * 0x9e3779b97f4a7c15ull;
-  interpret(&m, *(int64_t *)arg);
-  VMTB_SINK(m.regs[3]);
-  return NULL;
-}
-
-/* Process CPU time of `units` of work on two threads. */
-static int64_t run_work(int64_t units) {
-  vmt_thread_t *t[2];
-  int64_t c0 = process_cpu_ns();
-  for (int i = 0; i < 2; i++)
-    if (vmt_thread_start(&t[i], worker, &units) != 0) abort();
-  for (int i = 0; i < 2; i++) {
-    vmt_thread_join(t[i], NULL);
-    vmt_thread_release(t[i]);
-  }
-  return process_cpu_ns() - c0;
 }
 
 /* ---- accuracy --------------------------------------------------------------------------- */
@@ -229,86 +212,259 @@ static void accuracy(const vmtb_options_t *o, int period_ms, int64_t target_ns) 
 }
 
 /* ---- overhead --------------------------------------------------------------------------- */
-static void overhead(const vmtb_options_t *o) {
-  int rounds = o->quick ? 7 : o->longrun ? 41 : 21;
-  /* Calibrated: 150 ms of CPU per thread and round (100 ms with --quick). */
+/* Two identical workers take turns on one CPU, a burst each (A, B, A, B, ...), and one of
+ * them is profiled: the two halves of a round share the machine's moment to within a burst
+ * (4 ms), which a round against the rounds before and after it does not (those spread -17 % ..
+ * +44 % here). A burst lasts one tick and ends just after one (a thread sees the
+ * tick as the step of CLOCK_MONOTONIC_COARSE): the kernel checks a thread's CPU timers at the
+ * ticks that find it running, and a thread whose turns began and ended at random moments
+ * would see them irregularly, and fewer signals than a thread alone on its CPU (scheduler
+ * slices: 0.61 per expected one at 4 ms; 20 ms turns: 0.93; aligned one-tick turns: 0.96),
+ * leaving part of the cost out. So each half does
+ * what work fits in its bursts, and a round compares CPU per unit of work. Each worker reads
+ * its own CPU clock over the whole round (its bursts, its waits for its turn, the handlers and
+ * the kernel's signal work on it); the profiled half also pays for the drainer's CPU and the
+ * starting thread's start and stop. */
+typedef struct pair {
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  int round, turn, done;           /* under lock */
+  bool quit;
+  int bursts, burst_ticks;
+  int cpu;                         /* both workers' CPU, or -1 (not pinned) */
+  int64_t cpu_ns[2];               /* each worker's CPU over the round, its own clock */
+  int64_t units[2];                /* the work each did (calls of interpret(m, 1)) */
+  int64_t align_ns[2];             /* CPU before the measure: its wait for a first tick */
+} pair_t;
+
+typedef struct pair_worker {
+  pair_t *p;
+  int me;
+} pair_worker_t;
+
+static int64_t coarse_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Works until the coarse clock (the tick) has stepped `ticks` times: from just after a tick
+ * to just after another. Returns the units done. */
+static int64_t work_ticks(vm_t *m, int ticks) {
+  int64_t units = 0, last = coarse_ns();
+  for (int seen = 0; seen < ticks;) {
+    interpret(m, 1);
+    units++;
+    int64_t now = coarse_ns();
+    if (now != last) seen++, last = now;
+  }
+  return units;
+}
+
+static void *pair_body(void *arg) {
+  pair_worker_t *w = arg;
+  pair_t *p = w->p;
+  if (p->cpu >= 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(p->cpu, &set);
+    if (sched_setaffinity(0, sizeof(set), &set) != 0) abort();
+  }
   vm_t m = {.pc = 1};
-  int64_t c0 = thread_cpu_ns();
-  interpret(&m, 200);
-  VMTB_SINK(m.regs[0]);
-  double unit_ns = (double)(thread_cpu_ns() - c0) / 200;
-  int64_t units = (int64_t)((o->quick ? 100 : 150) * MS / unit_ns);
-  run_work(units / 4);   /* warm-up */
-  double *off = calloc((size_t)rounds + 1, sizeof(double));
-  double *on10 = calloc((size_t)rounds, sizeof(double)), *on4 = calloc((size_t)rounds, sizeof(double));
-  int64_t samples10 = 0, samples4 = 0, lost10 = 0, lost4 = 0;
-  double self10 = 0, self4 = 0, work10 = 0, work4 = 0;   /* the profiler's own cost, ns */
-  off[0] = (double)run_work(units);
-  for (int r = 0; r < rounds; r++) {
-    for (int k = 0; k < 2; k++) {
-      int period_ms = k == 0 ? 10 : 4;
-      vmt_prof_options_t po = {.flags = VMT_PROF_OPT_PERIOD, .period_ns = period_ms * MS};
-      if (vmt_prof_start(&po) != 0) abort();
-      double cpu = (double)run_work(units);
-      vmt_prof_stop();
-      vmt_prof_stats_t st;
-      vmt_prof_get_stats(&st);
-      int64_t lost = 0;
-      for (int c = 0; c < VMT_PROF_LOST_COUNT; c++) lost += st.lost_samples[c];
-      double self = (double)(st.handler_ns + st.drainer_cpu_ns);
-      if (k == 0) {
-        on10[r] = cpu;
-        samples10 += st.samples;
-        lost10 += lost;
-        self10 += self;
-        work10 += cpu;
-      } else {
-        on4[r] = cpu;
-        samples4 += st.samples;
-        lost4 += lost;
-        self4 += self;
-        work4 += cpu;
+  for (int i = 0; i < 16; i++) m.regs[i] = (uint64_t)i * 0x9e3779b97f4a7c15ull;
+  int seen = 0;
+  pthread_mutex_lock(&p->lock);
+  for (;;) {
+    while (p->round == seen && !p->quit) pthread_cond_wait(&p->cond, &p->lock);
+    if (p->quit) break;
+    seen = p->round;
+    pthread_mutex_unlock(&p->lock);
+    int64_t c0 = 0, units = 0, align = thread_cpu_ns();
+    for (int b = 0; b < p->bursts; b++) {
+      pthread_mutex_lock(&p->lock);
+      while (p->turn != w->me) pthread_cond_wait(&p->cond, &p->lock);
+      pthread_mutex_unlock(&p->lock);
+      if (b == 0) {
+        /* Every burst begins just after a tick, the first too; the measure begins there. */
+        work_ticks(&m, 1);
+        c0 = thread_cpu_ns();
+        align = c0 - align;
       }
-      vmt_prof_clear();
+      units += work_ticks(&m, p->burst_ticks);
+      pthread_mutex_lock(&p->lock);
+      p->turn = 1 - w->me;
+      pthread_cond_broadcast(&p->cond);
+      pthread_mutex_unlock(&p->lock);
     }
-    off[r + 1] = (double)run_work(units);
+    int64_t c1 = thread_cpu_ns();
+    pthread_mutex_lock(&p->lock);
+    p->cpu_ns[w->me] = c1 - c0;
+    p->align_ns[w->me] = align;
+    p->units[w->me] = units;
+    p->done++;
+    pthread_cond_broadcast(&p->cond);
   }
-  /* Each profiled round against the unprofiled rounds on either side of it. */
-  double *ratio10 = calloc((size_t)rounds, sizeof(double)), *ratio4 = calloc((size_t)rounds, sizeof(double));
-  double off_sum = 0;
+  pthread_mutex_unlock(&p->lock);
+  VMTB_SINK(m.regs[3]);
+  return NULL;
+}
+
+/* The validation's known cost: the walker spins this long on the sampled thread's CPU clock,
+ * then lets the native unwinder take the frames as without it. */
+static int64_t inject_ns;
+static int inject_walker(vmt_thread_t *t, const void *uc, uintptr_t *frames, int32_t max,
+                         void *ctx) {
+  (void)t, (void)uc, (void)frames, (void)max, (void)ctx;
+  int64_t c0 = thread_cpu_ns();
+  while (thread_cpu_ns() - c0 < inject_ns) {
+  }
+  return 0;
+}
+
+enum { OVH_AA, OVH_10, OVH_4, OVH_INJECT, OVH_KINDS };
+static const char *const ovh_name[OVH_KINDS] = {"overhead_aa", "overhead_10ms", "overhead_4ms",
+                                                "overhead_4ms_injected"};
+static const int ovh_period_ms[OVH_KINDS] = {0, 10, 4, 4};
+
+typedef struct ovh_sums {
+  double *ratio;                   /* per round: profiled half in % of the other */
+  double work_ns, prof_ns, extra_ns, self_ns, unaccounted_ns;
+  int64_t samples, weight, lost;
+} ovh_sums_t;
+
+/* One round of kind k: the worker `profiled` is profiled (none for OVH_AA), `first` has the
+ * first burst. */
+static void ovh_round(pair_t *p, int k, int profiled, int first, ovh_sums_t *s, int r) {
+  int64_t p0 = process_cpu_ns(), m0 = thread_cpu_ns();
+  if (ovh_period_ms[k]) {
+    vmt_prof_options_t po = {.flags = VMT_PROF_OPT_PERIOD, .period_ns = ovh_period_ms[k] * MS};
+    if (vmt_prof_start(&po) != 0) abort();
+  }
+  int64_t m1 = thread_cpu_ns();
+  pthread_mutex_lock(&p->lock);
+  p->done = 0;
+  p->turn = first;
+  p->round++;
+  pthread_cond_broadcast(&p->cond);
+  while (p->done < 2) pthread_cond_wait(&p->cond, &p->lock);
+  pthread_mutex_unlock(&p->lock);
+  int64_t m2 = thread_cpu_ns();
+  vmt_prof_stats_t st = {0};
+  if (ovh_period_ms[k]) {
+    vmt_prof_stop();
+    vmt_prof_get_stats(&st);
+    vmt_prof_clear();
+  }
+  int64_t m3 = thread_cpu_ns(), p1 = process_cpu_ns();
+  /* What the profile cost outside the workers: the drainer, the start and the stop. */
+  double extra = (double)(st.drainer_cpu_ns + (m1 - m0) + (m3 - m2));
+  int other = 1 - profiled;
+  /* The profiled half's work at the unprofiled half's CPU per unit: the same work unprofiled,
+   * at the same moment. */
+  double base = (double)p->units[profiled] * (double)p->cpu_ns[other] / (double)p->units[other];
+  s->ratio[r] = 100 * ((double)p->cpu_ns[profiled] + extra) / base;
+  s->work_ns += base;
+  s->prof_ns += (double)p->cpu_ns[profiled];
+  s->extra_ns += extra;
+  s->self_ns += (double)(st.handler_ns + st.drainer_cpu_ns);
+  /* The process's CPU that none of the above explains: the main thread's waiting, and what
+   * the profiler would spend elsewhere. */
+  s->unaccounted_ns += (double)(p1 - p0) - (double)(p->cpu_ns[0] + p->cpu_ns[1]) -
+                       (double)(p->align_ns[0] + p->align_ns[1]) -
+                       (double)st.drainer_cpu_ns - (double)(m3 - m0);
+  s->samples += st.samples;
+  s->weight += st.weight;
+  for (int c = 0; c < VMT_PROF_LOST_COUNT; c++) s->lost += st.lost_samples[c];
+}
+
+static double sorted_rank(const double *sorted, int n, double pct) {
+  return sorted[(int)((n - 1) * pct / 100 + 0.5)];
+}
+
+static void overhead(const vmtb_options_t *o) {
+  /* 50 bursts of one tick (4 ms) a half and round: 200 ms of CPU each on a free CPU. */
+  enum { BURSTS = 50, BURST_TICKS = 1 };
+  int rounds = o->quick ? 7 : o->longrun ? 41 : 21;
+  pair_t p = {.bursts = BURSTS, .burst_ticks = BURST_TICKS, .cpu = sched_getcpu()};
+  pthread_mutex_init(&p.lock, NULL);
+  pthread_cond_init(&p.cond, NULL);
+  pair_worker_t w[2] = {{&p, 0}, {&p, 1}};
+  vmt_thread_t *t[2];
+  for (int i = 0; i < 2; i++)
+    if (vmt_thread_start(&t[i], pair_body, &w[i]) != 0) abort();
+  /* 100 us a sample, 2.5 % at 4 ms: a known cost well above a loaded machine's noise */
+  inject_ns = 100 * 1000;
+  ovh_sums_t s[OVH_KINDS];
+  memset(s, 0, sizeof(s));
+  for (int k = 0; k < OVH_KINDS; k++) s[k].ratio = calloc((size_t)rounds + 1, sizeof(double));
+  ovh_round(&p, OVH_AA, 0, 0, &s[OVH_AA], rounds);   /* warm-up: the last slot, dropped */
+  memset(&s[OVH_AA].work_ns, 0, sizeof(s[OVH_AA]) - offsetof(ovh_sums_t, work_ns));
   for (int r = 0; r < rounds; r++) {
-    double base = (off[r] + off[r + 1]) / 2;
-    ratio10[r] = 100 * on10[r] / base;
-    ratio4[r] = 100 * on4[r] / base;
-    off_sum += off[r];
+    for (int k = 0; k < OVH_KINDS; k++) {
+      /* Each worker profiled and each first in half the rounds. */
+      int profiled = (r + k) % 2, first = (r / 2 + k) % 2;
+      vmt_prof_set_thread_excluded(t[profiled], false);
+      vmt_prof_set_thread_excluded(t[1 - profiled], true);
+      vmt_prof_set_walker(k == OVH_INJECT ? inject_walker : NULL, NULL, NULL);
+      ovh_round(&p, k, profiled, first, &s[k], r);
+    }
   }
-  const char *names[2] = {"overhead_10ms", "overhead_4ms"};
-  double *ratios[2] = {ratio10, ratio4};
-  int64_t samples[2] = {samples10, samples4}, lost[2] = {lost10, lost4};
-  double self_pct[2] = {100 * self10 / work10, 100 * self4 / work4};
-  double per_sample_us[2] = {samples10 ? self10 / 1e3 / (double)samples10 : 0,
-                             samples4 ? self4 / 1e3 / (double)samples4 : 0};
-  for (int k = 0; k < 2; k++) {
-    vmtb_result_t r = {.bench = "profiler", .variant = names[k], .unit = "% of off"};
-    vmtb_stats(ratios[k], (size_t)rounds, &r);
-    char extra[320];
-    snprintf(extra, sizeof(extra),
-             "\"rounds\":%d,\"cpu_ms_unprofiled\":%.1f,\"samples_per_round\":%.0f,"
-             "\"lost\":%lld,\"self_cost_pct\":%.4f,\"self_us_per_sample\":%.2f",
-             rounds, off_sum / rounds / 1e6, (double)samples[k] / rounds, (long long)lost[k],
-             self_pct[k], per_sample_us[k]);
+  vmt_prof_set_walker(NULL, NULL, NULL);
+  pthread_mutex_lock(&p.lock);
+  p.quit = true;
+  pthread_cond_broadcast(&p.cond);
+  pthread_mutex_unlock(&p.lock);
+  for (int i = 0; i < 2; i++) {
+    vmt_thread_join(t[i], NULL);
+    vmt_thread_release(t[i]);
+  }
+  double p50[OVH_KINDS];
+  for (int k = 0; k < OVH_KINDS; k++) {
+    ovh_sums_t *x = &s[k];
+    vmtb_result_t r = {.bench = "profiler", .variant = ovh_name[k], .unit = "% of off"};
+    vmtb_stats(x->ratio, (size_t)rounds, &r);
+    p50[k] = r.p50;
+    double p10 = sorted_rank(x->ratio, rounds, 10);
+    double self_pct = 100 * x->self_ns / x->work_ns;
+    double per_sample_us = x->samples ? x->self_ns / 1e3 / (double)x->samples : 0;
+    double expected = ovh_period_ms[k] ? x->prof_ns / (double)(ovh_period_ms[k] * MS) : 0;
+    char extra[640];
+    int n = snprintf(extra, sizeof(extra),
+                     "\"rounds\":%d,\"bursts\":%d,\"burst_ticks\":%d,\"cpu\":%d,"
+                     "\"cpu_ms_unprofiled\":%.1f,\"p10\":%.3f,\"samples_per_round\":%.1f,"
+                     "\"samples_per_expected\":%.3f,\"weight_per_expected\":%.3f,\"lost\":%lld,"
+                     "\"self_cost_pct\":%.4f,\"self_us_per_sample\":%.2f,"
+                     "\"outside_workers_pct\":%.4f,\"unaccounted_pct\":%.4f",
+                     rounds, BURSTS, BURST_TICKS, p.cpu, x->work_ns / rounds / 1e6,
+                     p10, (double)x->samples / rounds,
+                     expected > 0 ? (double)x->samples / expected : 0,
+                     expected > 0 ? (double)x->weight / expected : 0, (long long)x->lost,
+                     self_pct, per_sample_us, 100 * x->extra_ns / x->work_ns,
+                     100 * x->unaccounted_ns / x->work_ns);
+    double expected_added = 0;
+    if (k == OVH_INJECT) {
+      expected_added = 100 * (double)x->samples * (double)inject_ns / x->work_ns;
+      snprintf(extra + n, sizeof(extra) - (size_t)n,
+               ",\"injected_us\":%.1f,\"expected_added_pct\":%.3f,\"measured_added_pct\":%.3f",
+               (double)inject_ns / 1e3, expected_added, r.p50 - p50[OVH_4]);
+    }
     vmtb_report(o, &r, extra);
-    vmtb_note(o, "  %s: overhead median %+.3f%%, spread [%+.3f%% .. %+.3f%%] over %d rounds; "
-                 "%.0f samples per round, %lld lost; the profiler's own time (handlers and "
-                 "drainer) %.3f%% of the workload's CPU, %.2f us a sample",
-              names[k], r.p50 - 100, r.min - 100, r.max - 100, rounds,
-              (double)samples[k] / rounds, (long long)lost[k], self_pct[k], per_sample_us[k]);
+    vmtb_note(o, "  %s: median %+.3f%% (p10 .. p90 %+.3f%% .. %+.3f%%, min .. max %+.3f%% .. "
+                 "%+.3f%%) over %d rounds of %.0f ms a half; %.1f samples a round (%.2f per "
+                 "expected), %lld lost; the profiler's own time %.3f%% (%.2f us a sample); "
+                 "outside the workers %.3f%%, unaccounted %+.3f%%",
+              ovh_name[k], r.p50 - 100, p10 - 100, r.p90 - 100, r.min - 100, r.max - 100, rounds,
+              x->work_ns / rounds / 1e6, (double)x->samples / rounds,
+              expected > 0 ? (double)x->samples / expected : 0, (long long)x->lost, self_pct,
+              per_sample_us, 100 * x->extra_ns / x->work_ns, 100 * x->unaccounted_ns / x->work_ns);
+    if (k == OVH_INJECT)
+      vmtb_note(o, "  %s: %.0f us injected a sample: expected %+.3f%% over overhead_4ms, "
+                   "measured %+.3f%%",
+                ovh_name[k], (double)inject_ns / 1e3, expected_added, r.p50 - p50[OVH_4]);
+    free(x->ratio);
   }
-  free(off);
-  free(on10);
-  free(on4);
-  free(ratio10);
-  free(ratio4);
+  pthread_mutex_destroy(&p.lock);
+  pthread_cond_destroy(&p.cond);
 }
 
 /* ---- the cooperative mode's bias ------------------------------------------------------- */
@@ -593,10 +749,25 @@ int main(int argc, char **argv) {
       if (rc) fprintf(stderr, "profile: %s\n", strerror(-rc));
       return rc ? 1 : 0;
     }
+  /* --overhead-only: the overhead rows alone (the method's A/A and injected-cost checks). */
+  bool overhead_only = false;
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--overhead-only") == 0) {
+      overhead_only = true;
+      memmove(&argv[i], &argv[i + 1], (size_t)(argc - i) * sizeof(char *));
+      argc--;
+      break;
+    }
   vmtb_options_t o;
-  vmtb_parse_args(argc, argv, &o, "       or: --profile-out PREFIX (writes PREFIX.{collapsed,svg,txt})");
+  vmtb_parse_args(argc, argv, &o,
+                  "       or: [--json] [--quick|--long] --overhead-only (the overhead rows alone)\n"
+                  "       or: --profile-out PREFIX (writes PREFIX.{collapsed,svg,txt})");
   vmtb_describe_machine(o.json ? stderr : stdout);
   vmtb_table_header(&o, "profiler: weights against CPU time, overhead, arming");
+  if (overhead_only) {
+    overhead(&o);
+    return 0;
+  }
   accuracy(&o, 4, 1500 * MS);
   accuracy(&o, 10, 2000 * MS);
   accuracy(&o, 20, 3400 * MS);
