@@ -11,6 +11,10 @@
  *   timer.
  * - no POSIX timer is left in the process (/proc/self/timers) after a run in which threads
  *   started and ended, nor after a stop.
+ * - a fork child never acts on the arming a vanished thread's record carries over (ARMED with
+ *   a timer id of the parent's, or BUSY with a party that does not exist in the child): its
+ *   stop and its exclusions neither wait for it, nor delete a timer by that id (the child's
+ *   own timers get the same ids), nor put the parent's samples in the child's profile.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -23,6 +27,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -177,12 +182,113 @@ static void test_no_timer_left_behind(void **state) {
   assert_int_equal(vmt_prof_clear(), 0);
 }
 
+#if defined(__SANITIZE_THREAD__)
+#define UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UNDER_TSAN 1
+#endif
+#endif
+#ifndef UNDER_TSAN
+#define UNDER_TSAN 0
+#endif
+
+/* A thread the fork child attaches while its session runs: armed as it attaches, it waits
+ * for the stop, then detaches. */
+typedef struct {
+  latch_t armed, stopped;
+  int rc;
+} child_attach_t;
+
+static void *child_attached(void *arg) {
+  child_attach_t *a = arg;
+  vmt_thread_t *me;
+  a->rc = vmt_thread_attach(NULL, &me);
+  if (a->rc == 0)
+    while (atomic_load(&me->prof.state) != VMT__PROF_ARMED) usleep(100);
+  latch_open(&a->armed);
+  latch_wait(&a->stopped);
+  if (a->rc == 0) vmt_thread_detach();
+  return NULL;
+}
+
+/* The fork child's checks; 0 or the number of the check that failed. */
+static int vanished_arming_child(vmt_thread_t *armed, vmt_thread_t *busy) {
+  /* A hang is a failure too: the parent sees SIGALRM. */
+  alarm(20);
+  /* A stale handle's exclusion: the thread is not here, nothing to wait for nor delete. */
+  if (vmt_prof_set_thread_excluded(busy, true) != 0) return 20;
+  if (vmt_prof_set_thread_excluded(armed, true) != 0) return 21;
+  if (vmt_prof_set_thread_excluded(armed, false) != 0) return 22;
+  /* Not under TSan, which cannot start a thread (the drainer) in the child of a threaded
+   * process. */
+  if (UNDER_TSAN) return 0;
+  if (vmt_prof_start(NULL) != 0) return 23;
+  /* A thread of the child's own, attached while the session runs: the stop disarms it. */
+  child_attach_t a = {.rc = -1};
+  latch_init(&a.armed);
+  latch_init(&a.stopped);
+  pthread_t pt;
+  if (pthread_create(&pt, NULL, child_attached, &a) != 0) return 29;
+  latch_wait(&a.armed);
+  if (a.rc != 0) return 30;
+  burn_cpu_ms(20);
+  /* The child's two threads, so its only timers. */
+  int timers = timers_in_process();
+  if (timers >= 0 && timers != 2) return 24;
+  if (vmt_prof_stop() != 0) return 25;
+  if (timers_in_process() > 0) return 26;
+  latch_open(&a.stopped);
+  pthread_join(pt, NULL);
+  vmt_prof_thread_stats_t ts;
+  if (vmt_prof_get_thread_stats(vmt_thread_id(armed), &ts) != -ENOENT) return 27;
+  if (vmt_prof_get_thread_stats(vmt_thread_id(busy), &ts) != -ENOENT) return 28;
+  return 0;
+}
+
+static void test_fork_child_ignores_vanished_armings(void **state) {
+  (void)state;
+  vmt_thread_t *self;
+  assert_int_equal(vmt_thread_attach(NULL, &self), 0);
+  vmt_prof_options_t o = {.flags = VMT_PROF_OPT_PERIOD, .period_ns = VMT_PROF_PERIOD_MIN_NS};
+  assert_int_equal(vmt_prof_start(&o), 0);
+  latch_t hold;
+  latch_init(&hold);
+  vmt_thread_t *armed, *busy;
+  assert_int_equal(vmt_thread_start(&armed, wait_for_latch, &hold), 0);
+  assert_int_equal(vmt_thread_start(&busy, wait_for_latch, &hold), 0);
+  while (atomic_load(&armed->prof.state) != VMT__PROF_ARMED) usleep(100);
+  while (atomic_load(&busy->prof.state) != VMT__PROF_ARMED) usleep(100);
+  /* The fork comes while a party is between its claim of `busy` and its timer call. */
+  uint32_t expect = VMT__PROF_ARMED;
+  assert_true(atomic_compare_exchange_strong(&busy->prof.state, &expect, VMT__PROF_BUSY));
+  pid_t child = fork();
+  if (child == 0) _exit(vanished_arming_child(armed, busy));
+  atomic_store(&busy->prof.state, VMT__PROF_ARMED);   /* the "other party" is done */
+  assert_true(child > 0);
+  int status = 0;
+  assert_int_equal(waitpid(child, &status, 0), child);
+  latch_open(&hold);
+  assert_int_equal(vmt_prof_stop(), 0);
+  assert_int_equal(vmt_thread_join(armed, NULL), 0);
+  assert_int_equal(vmt_thread_join(busy, NULL), 0);
+  vmt_thread_release(armed);
+  vmt_thread_release(busy);
+  latch_destroy(&hold);
+  assert_int_equal(vmt_prof_clear(), 0);
+  vmt_thread_detach();
+  if (WIFSIGNALED(status)) fail_msg("fork child killed by signal %d", WTERMSIG(status));
+  assert_true(WIFEXITED(status));
+  if (WEXITSTATUS(status) != 0) fail_msg("fork child failed check %d", WEXITSTATUS(status));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_timer_failure_arms_nothing, teardown),
       cmocka_unit_test_teardown(test_alloc_failure_at_start, teardown),
       cmocka_unit_test_teardown(test_exit_waits_for_arming_in_progress, teardown),
       cmocka_unit_test_teardown(test_no_timer_left_behind, teardown),
+      cmocka_unit_test_teardown(test_fork_child_ignores_vanished_armings, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -105,6 +105,12 @@ static void push_retired(vmt__prof_slot_t *slot) {
 }
 
 void vmt__prof_disarm(vmt_thread_t *t, bool self, bool ending, vmt__prof_slot_t **disarmed) {
+  /* A record of an ancestor process (fork) carries that process's arming: ARMED with a timer
+   * id that may name one of this process's own timers, or BUSY for a party that is not here.
+   * Its slot is the parent's, set aside with its profile (session.c's child handler); nothing
+   * is deleted, waited for or drained. Whether such a record is still in a snapshot the stop
+   * walks depends on the registry's rebuilds, so it is checked here. */
+  if (!vmt__thread_of_this_process(t)) return;
   for (;;) {
     uint32_t s = atomic_load_explicit(&t->prof.state, memory_order_seq_cst);
     if (s == VMT__PROF_IDLE) return;

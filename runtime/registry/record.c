@@ -122,6 +122,10 @@ int vmt__record_init(vmt_thread_t *t, const vmt__thread_opts_t *o, vmt__thread_k
     vmt_os_native_name(t->name, t->os_name);
   }
   atomic_store_explicit(&t->state, VMT_THREAD_NEW, memory_order_relaxed);
+  /* Stamped before the record is published: readers that find it in a snapshot (the
+   * profiler's stop, a stack query) read it. A started thread's pthread is created in this
+   * generation; an attached thread is the caller, of this process. */
+  t->fork_generation = atomic_load_explicit(&vmt__fork_generation, memory_order_relaxed);
   return 0;
 }
 

@@ -151,7 +151,8 @@ struct vmt__thread_cold {
  * creating or deleting the timer), ARMED. `slot` is the sample buffer the signal handler on
  * this thread writes to; NULL: the handler takes no sample. Fork: the forking thread's are
  * cleared by the profiler's child handler (session.c); a vanished thread's record keeps them
- * until the pool zeroes it for a new thread. */
+ * until the pool zeroes it for a new thread, and the profiler never acts on them (arm.c
+ * checks fork_generation: a stale timer id may name one of the child's own timers). */
 struct vmt__prof_slot;
 struct vmt__thread_prof {
   _Atomic uint32_t state;
@@ -226,7 +227,7 @@ struct vmt_thread {
   /* `pthread` is ours to join or detach: set once pthread_create succeeded, cleared by the join
    * (never set for an attached thread, whose pthread is not the runtime's). */
   bool owns_pthread;
-  uint32_t fork_generation;          /* vmt__fork_generation when `pthread` was created */
+  uint32_t fork_generation;          /* vmt__fork_generation at record_init (before publication) */
   int64_t cpu_at_begin_ns;           /* own CPU time at attach (0 for started threads) */
   /* Registry bookkeeping (registry.c), written under the registry's writer lock. */
   uint64_t inserted_generation;      /* generation of the first snapshot that held it */

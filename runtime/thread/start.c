@@ -85,7 +85,6 @@ static int start(vmt_thread_t **out, const vmt__thread_opts_t *o, vmt__thread_ki
     vmt__record_unref(t);
     return rc;
   }
-  t->fork_generation = atomic_load_explicit(&vmt__fork_generation, memory_order_relaxed);
   rc = vmt__fault_hit(VMT__FAULT_PTHREAD_CREATE);
   if (rc == 0) rc = -pthread_create(&t->pthread, &attr, trampoline, t);
   pthread_attr_destroy(&attr);
