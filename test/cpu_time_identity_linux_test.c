@@ -56,6 +56,7 @@ typedef struct target {
 static _Atomic(vmt_thread_t *) published;
 static _Atomic int querier_busy;
 static _Atomic bool querier_stop;
+static _Atomic bool querier_ready;   /* its burn is done: it reads from now on */
 static _Atomic int64_t max_total, max_user, max_fast;
 static _Atomic int64_t reads, answers;
 
@@ -68,6 +69,7 @@ static void atomic_max(_Atomic int64_t *m, int64_t v) {
 static void *querier(void *arg) {
   (void)arg;
   burn_cpu_ns(QUERIER_BURN_NS);  /* its own clock, the wrong answer, is large */
+  atomic_store(&querier_ready, true);
   while (!atomic_load(&querier_stop)) {
     atomic_store(&querier_busy, 1);
     vmt_thread_t *t = atomic_load(&published);
@@ -134,8 +136,12 @@ static void run_targets(int64_t lifetimes, bool force_reuse, outcome_t *o) {
   memset(o, 0, sizeof(*o));
   atomic_store(&querier_stop, false);
   pthread_t q;
+  atomic_store(&querier_ready, false);
   int qrc = pthread_create(&q, NULL, querier, NULL);
   if (qrc != 0) harness_failed("pthread_create (querier)", qrc);
+  /* The targets live while the querier reads: not during its burn, which a loaded machine (an
+   * ASan build at load ~100) stretched past all 300 lifetimes, so that it read none. */
+  while (!atomic_load(&querier_ready)) usleep(1000);
   /* Tids seen (this process's namespace): a bitmap over the kernel's largest pid_max. */
   enum { TID_LIMIT = 4194304 };
   uint8_t *seen = calloc(TID_LIMIT / 8, 1);
