@@ -569,7 +569,18 @@ static void poll_cost(const vmtb_options_t *o, const cfg_t *c) {
  * parked: vmt_safepoint_total is the wall time of begin and end, vmt_safepoint_reach the
  * statistics' time to safepoint; vmt_find_deadlocks_at_safepoint is the deadlock scan at one
  * (HotSpot's findDeadlockedThreads, bench/java/VmServicesBench.java's find_deadlocks). Before
- * each sample every spinner has made progress: it is on a CPU, in its loop. */
+ * each sample every spinner has made progress: it is on a CPU, in its loop.
+ *
+ * Two coordinators, sample by sample in turn. The rows above begin right after the main
+ * thread's wait for that progress, a spin with sched_yield: a coordinator that was running, so
+ * the scheduler has been sharing the CPUs between it and the spinners. The _woken rows
+ * (vmt_safepoint_reach_woken, vmt_safepoint_total_woken; 0 idle threads only) begin the
+ * moment the main thread wakes from a 1 ms nanosleep, as a VM's safepoint coordinator does: it
+ * sleeps until an operation is asked for or a timer fires (HotSpot's VMThread waits on its
+ * operation queue with a timeout; the JVM rows' findDeadlockedThreads is such a request), and
+ * while it sleeps the spinners have every CPU. With 2 spinners it wakes onto a CPU a spinner
+ * holds, which then waits behind it. */
+#define WOKEN_SLEEP_NS 1000000
 static void safepoint_config(const vmtb_options_t *o, const cfg_t *c, int idle, int running) {
   /* With 2 spinners, 2 CPUs and the coordinator, one of the three waits for a CPU in every
    * sample: fewer samples. */
@@ -578,8 +589,11 @@ static void safepoint_config(const vmtb_options_t *o, const cfg_t *c, int idle, 
   for (int i = 0; i < running; i++) spinners[i] = target_start(&HS_VARIANTS[3]);
   double *total = calloc(n, sizeof(double)), *reach = calloc(n, sizeof(double));
   double *scan = calloc(n, sizeof(double));
-  if (total == NULL || reach == NULL || scan == NULL) die("calloc", ENOMEM);
-  double stopped = 0;
+  bool woken = idle == 0;
+  double *wtotal = calloc(n, sizeof(double)), *wreach = calloc(n, sizeof(double));
+  if (total == NULL || reach == NULL || scan == NULL || wtotal == NULL || wreach == NULL)
+    die("calloc", ENOMEM);
+  double stopped = 0, wstopped = 0;
   size_t warm = c->warmup / 10;
   for (size_t i = 0; i < n + warm; i++) {
     for (int k = 0; k < running; k++) await_progress(spinners[k]);
@@ -597,11 +611,26 @@ static void safepoint_config(const vmtb_options_t *o, const cfg_t *c, int idle, 
     int64_t t3 = vmtb_now_ns();
     if (rc) die("vmt_mx_find_deadlocked_threads_at_safepoint", rc);
     vmt_mx_ids_free(ids);
+    vmt_safepoint_stats_t wst = {0};
+    int64_t t4 = 0, t5 = 0;
+    if (woken) {
+      for (int k = 0; k < running; k++) await_progress(spinners[k]);
+      struct timespec ts = {0, WOKEN_SLEEP_NS};
+      nanosleep(&ts, NULL);
+      t4 = vmtb_now_ns();
+      rc = vmt_safepoint_begin(REQUEST_TIMEOUT_NS, &wst);
+      if (rc == 0) rc = vmt_safepoint_end(&wst);
+      t5 = vmtb_now_ns();
+      if (rc) die("vmt_safepoint_begin", rc);
+    }
     if (i < warm) continue;
     total[i - warm] = (double)(t1 - t0) / 1000.0;
     reach[i - warm] = (double)st.time_to_safepoint_ns / 1000.0;
     scan[i - warm] = (double)(t3 - t2) / 1000.0;
     stopped += st.running;
+    wtotal[i - warm] = (double)(t5 - t4) / 1000.0;
+    wreach[i - warm] = (double)wst.time_to_safepoint_ns / 1000.0;
+    wstopped += wst.running;
   }
   for (int i = 0; i < running; i++) target_halt(spinners[i]);
   char title[96], extra[120];
@@ -614,9 +643,19 @@ static void safepoint_config(const vmtb_options_t *o, const cfg_t *c, int idle, 
   report_row(o, "handshake.safepoint", "vmt_safepoint_total", "us", total, n, extra);
   report_row(o, "handshake.safepoint", "vmt_safepoint_reach", "us", reach, n, extra);
   report_row(o, "handshake.safepoint", "vmt_find_deadlocks_at_safepoint", "us", scan, n, extra);
+  if (woken) {
+    snprintf(extra, sizeof(extra),
+             "\"idle_threads\":%d,\"running_threads\":%d,\"stopped_mean\":%.2f,"
+             "\"sleep_ns\":%d",
+             idle, running, wstopped / (double)n, WOKEN_SLEEP_NS);
+    report_row(o, "handshake.safepoint", "vmt_safepoint_total_woken", "us", wtotal, n, extra);
+    report_row(o, "handshake.safepoint", "vmt_safepoint_reach_woken", "us", wreach, n, extra);
+  }
   free(total);
   free(reach);
   free(scan);
+  free(wtotal);
+  free(wreach);
 }
 
 int main(int argc, char **argv) {
