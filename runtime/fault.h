@@ -39,6 +39,10 @@ typedef enum vmt__fault_site {
    * safe state found a safepoint): a hook there sees the thread at the instant it has learnt it
    * must wait, and can queue work for it then (test/vms_safe_region_internal_test.c). */
   VMT__FAULT_EXEC_SLOW,
+  /* vmservices/safepoint.c, in the coordinator's wait for the threads it armed: after its spin,
+   * right before it sleeps on the countdown with the value it last read. A hook there makes
+   * every straggler arrive in that window (test/vms_safepoint_internal_test.c). */
+  VMT__FAULT_SP_SLEEP,
   VMT__FAULT_SITE_COUNT,
 } vmt__fault_site_t;
 

@@ -20,6 +20,7 @@
  */
 #include <limits.h>
 
+#include "runtime/fault.h"
 #include "runtime/vmservices/vmservices_impl.h"
 
 _Atomic uint32_t vmt__sp_word;
@@ -106,6 +107,7 @@ static bool wait_zero(_Atomic uint32_t *word, uint32_t sleeping, int64_t deadlin
       continue;
     }
     if (deadline != VMT_OS_NO_DEADLINE && vmt_os_java_time_nanos() >= deadline) return false;
+    (void)vmt__fault_hit(VMT__FAULT_SP_SLEEP);   /* a hook point only */
     vmt_os_futex_wait(word, v, deadline);
   }
 }
