@@ -2,7 +2,9 @@
  * test/mx_alloc_test.c: allocated bytes (com.sun.management.ThreadMXBean), ported from what
  * OpenJDK's ThreadAllocatedMemory and ThreadAllocatedMemoryArray check: a thread that allocates
  * 10 MiB grows by at least that, the total never drops when threads exit, unknown and ended
- * threads give -1, disabled measurement gives -1, invalid ids are rejected first.
+ * threads give -1, disabled measurement gives -1, invalid ids are rejected first. And that each
+ * thread's figure is its own while records (and the hot cells that hold the counter pointers)
+ * are recycled for new threads and the registry's arrays rebuilt under the reader.
  *
  * Both branches are checked according to vmt_mx_is_thread_allocated_memory_supported(), and
  * the answer itself is checked against the build: jemalloc is the allocator in the default
@@ -135,6 +137,86 @@ static void allocating_thread_grows_and_total_never_drops(void **state) {
   gate_destroy(&a.after);
 }
 
+/* ---- each thread's own bytes, through recycled records ----------------------------------- *
+ * Rounds of ROUND_LIVE threads, thread k allocating and holding (k % 32 + 1) * 16 blocks of
+ * 4 KiB (a jemalloc size class: counted exactly), so that neighbours differ by 64 KiB or more,
+ * far more than a thread allocates besides. Each round's first thread lives on through the next
+ * round; the others are joined in reverse order of start. So tombstones lie between live
+ * entries when a start rebuilds the registry's arrays, and records (with their hot cells, which
+ * hold the counter pointers) are recycled for the next threads. Each round's array call covers
+ * the round's threads, the previous round's survivor and the previous round's ended ids: every
+ * live thread gets its own figure (never a neighbour's, nor that of the thread whose record it
+ * took over), every ended one -1. */
+enum { ROUNDS = 150, ROUND_LIVE = 6, BLOCK = 4096, BLOCKS_PER_STEP = 16 };
+#define SLACK (32 * 1024)
+
+typedef struct holder {
+  int blocks;
+  gate_t gate;   /* its own: a survivor outlives its round */
+  vmt_thread_t *t;
+  int64_t id;
+} holder_t;
+
+static void *allocate_and_hold(void *arg) {
+  holder_t *h = arg;
+  void **p = malloc((size_t)h->blocks * sizeof(*p));
+  for (int i = 0; p && i < h->blocks; i++) p[i] = malloc(BLOCK);
+  gate_pass(&h->gate);   /* arrives (the test's cue), then waits for the opening */
+  for (int i = 0; p && i < h->blocks; i++) free(p[i]);
+  free(p);
+  return NULL;
+}
+
+static void holder_end(holder_t *h) {
+  gate_open(&h->gate);
+  assert_int_equal(vmt_thread_join(h->t, NULL), 0);
+  vmt_thread_release(h->t);
+  gate_destroy(&h->gate);
+}
+
+static void bytes_are_its_own(const holder_t *h, int64_t got, int round) {
+  int64_t want = (int64_t)h->blocks * BLOCK;
+  if (got < want || got > want + SLACK)
+    fail_msg("round %d: thread %lld holds %lld bytes, the call says %lld", round,
+             (long long)h->id, (long long)want, (long long)got);
+}
+
+static void each_thread_reads_its_own_bytes_through_recycled_records(void **state) {
+  (void)state;
+  if (!vmt_mx_is_thread_allocated_memory_supported()) {
+    print_message("jemalloc is not the allocator (sanitizer build): counts unsupported\n");
+    skip();
+  }
+  static holder_t h[2][ROUND_LIVE];   /* this round's and the previous one's */
+  int64_t ended[ROUND_LIVE - 1];
+  for (int i = 0; i < ROUND_LIVE - 1; i++) ended[i] = UNKNOWN_ID;
+  enum { N = 2 * ROUND_LIVE };
+  int k = 0;
+  for (int r = 0; r < ROUNDS; r++) {
+    holder_t *cur = h[r % 2], *prev = h[(r + 1) % 2];
+    int64_t ids[N], out[N];
+    for (int i = 0; i < ROUND_LIVE; i++, k++) {
+      cur[i].blocks = (k % 32 + 1) * BLOCKS_PER_STEP;
+      gate_init(&cur[i].gate);
+      assert_non_null(cur[i].t = start_named("holder", false, allocate_and_hold, &cur[i]));
+      ids[i] = cur[i].id = vmt_thread_id(cur[i].t);
+      gate_await(&cur[i].gate, 1);
+    }
+    ids[ROUND_LIVE] = r > 0 ? prev[0].id : UNKNOWN_ID;
+    for (int i = 0; i < ROUND_LIVE - 1; i++) ids[ROUND_LIVE + 1 + i] = ended[i];
+    assert_int_equal(vmt_mx_get_thread_allocated_bytes_array(ids, N, out), 0);
+    for (int i = 0; i < ROUND_LIVE; i++) bytes_are_its_own(&cur[i], out[i], r);
+    if (r > 0) bytes_are_its_own(&prev[0], out[ROUND_LIVE], r);
+    for (int i = ROUND_LIVE + 1; i < N; i++) assert_int_equal(out[i], -1);
+    if (r > 0) holder_end(&prev[0]);
+    for (int i = ROUND_LIVE - 1; i >= 1; i--) {
+      holder_end(&cur[i]);
+      ended[i - 1] = cur[i].id;
+    }
+  }
+  holder_end(&h[(ROUNDS - 1) % 2][0]);
+}
+
 static void current_thread_counts_only_when_known_to_the_runtime(void **state) {
   (void)state;
   if (!vmt_mx_is_thread_allocated_memory_supported()) {
@@ -189,6 +271,7 @@ int main(void) {
       cmocka_unit_test(invalid_ids_rejected_before_support),
       cmocka_unit_test(unsupported_says_so_everywhere),
       cmocka_unit_test(allocating_thread_grows_and_total_never_drops),
+      cmocka_unit_test(each_thread_reads_its_own_bytes_through_recycled_records),
       cmocka_unit_test(current_thread_counts_only_when_known_to_the_runtime),
       cmocka_unit_test(disabled_gives_minus_one),
   };

@@ -3,7 +3,10 @@
  * java/lang/management/ThreadMXBean tests check (ThreadCounts, ResetPeakThreadCount,
  * AllThreadIds): exact deltas as user and daemon threads start and stop, the peak and its
  * reset, ids present while alive and gone once terminated, counts that drop before join
- * returns, and attached threads counted while attached.
+ * returns, and attached threads counted while attached. And what OpenJDK has no test for: ids
+ * asked for while threads start and end (getAllThreadIds reads ids and listed flags from arrays
+ * beside the registry's records, which rebuilds squeeze and records recycled for new threads
+ * must not confuse) are never an ended thread's, a thread's not started, or an internal one.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -12,9 +15,13 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <cmocka.h>
 
 #include "mx_util.h"
+#include "test/thread_util.h"
 
 typedef struct counts {
   int32_t live, peak, daemon;
@@ -152,6 +159,78 @@ static void attached_thread_is_counted_and_listed_while_attached(void **state) {
   vmt_mx_ids_free(ids);
 }
 
+/* ---- ids while threads come and go ------------------------------------------------------ *
+ * One churner starts CHURN threads one after another (ids consecutive: nothing else starts
+ * meanwhile), each ending at once, and joins each CHURN_LIVE starts later, so that exits,
+ * tombstones, rebuilds and recycled records mix. The main thread asks for all ids meanwhile and
+ * checks each answer against what it knew before the call (which threads were joined) and after
+ * it (how many starts had returned). */
+enum { CHURN = 1500, CHURN_LIVE = 12 };
+static _Atomic int churn_started;      /* starts returned */
+static _Atomic int churn_joined_upto;  /* threads [0, this) are joined */
+static _Atomic int64_t churn_first_id;
+
+static void *churn_threads(void *arg) {
+  (void)arg;
+  static vmt_thread_t *t[CHURN];
+  for (int k = 0; k < CHURN; k++) {
+    if (vmt_thread_start(&t[k], return_arg, NULL) != 0) abort();
+    if (k == 0) atomic_store(&churn_first_id, vmt_thread_id(t[0]));
+    atomic_store(&churn_started, k + 1);
+    if (k >= CHURN_LIVE) {
+      int j = k - CHURN_LIVE;
+      if (vmt_thread_join(t[j], NULL) != 0) abort();
+      vmt_thread_release(t[j]);
+      atomic_store(&churn_joined_upto, j + 1);
+    }
+  }
+  for (int j = CHURN - CHURN_LIVE; j < CHURN; j++) {
+    if (vmt_thread_join(t[j], NULL) != 0) abort();
+    vmt_thread_release(t[j]);
+    atomic_store(&churn_joined_upto, j + 1);
+  }
+  return NULL;
+}
+
+static void all_ids_while_threads_come_and_go_are_never_an_ended_threads(void **state) {
+  (void)state;
+  /* Threads of the tests before this one that are still listed (none should be). */
+  int64_t *before = NULL;
+  size_t nbefore = 0;
+  assert_int_equal(vmt_mx_get_all_thread_ids(&before, &nbefore), 0);
+  pthread_t churner;
+  assert_int_equal(pthread_create(&churner, NULL, churn_threads, NULL), 0);
+  while (atomic_load(&churn_started) == 0) sched_yield();
+  int64_t first = atomic_load(&churn_first_id);
+  size_t calls = 0, seen = 0;
+  while (atomic_load(&churn_joined_upto) < CHURN) {
+    int joined = atomic_load(&churn_joined_upto);
+    int64_t *ids = NULL;
+    size_t n = 0;
+    assert_int_equal(vmt_mx_get_all_thread_ids(&ids, &n), 0);
+    int started = atomic_load(&churn_started);
+    for (size_t i = 0; i < n; i++) {
+      assert_true(ids[i] > 0);                       /* never an internal thread */
+      if (i > 0) assert_true(ids[i - 1] < ids[i]);   /* ascending */
+      if (ids[i] < first) {
+        assert_true(ids_contain(before, nbefore, ids[i]));
+        continue;
+      }
+      int64_t k = ids[i] - first;
+      /* Not joined before the call began; started, or the one start in flight. */
+      assert_true(k >= joined);
+      assert_true(k <= started);
+      seen++;
+    }
+    vmt_mx_ids_free(ids);
+    calls++;
+  }
+  assert_int_equal(pthread_join(churner, NULL), 0);
+  vmt_mx_ids_free(before);
+  print_message("%zu calls, %zu churned ids listed\n", calls, seen);
+  assert_true(calls > 0);
+}
+
 static void all_ids_rejects_null(void **state) {
   (void)state;
   int64_t *ids;
@@ -166,6 +245,7 @@ int main(void) {
       cmocka_unit_test(peak_tracks_the_highest_live_count_since_reset),
       cmocka_unit_test(all_ids_list_live_threads_and_drop_terminated_ones),
       cmocka_unit_test(attached_thread_is_counted_and_listed_while_attached),
+      cmocka_unit_test(all_ids_while_threads_come_and_go_are_never_an_ended_threads),
       cmocka_unit_test(all_ids_rejects_null),
   };
   return cmocka_run_group_tests_name("mx_counts", tests, NULL, NULL);

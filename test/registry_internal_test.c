@@ -10,6 +10,8 @@
  * views; a start that cannot allocate (its header, or the array a full registry needs) must
  * leave the registry as it was; and a start must allocate as much with 2000 threads live as
  * with none (the copy this storage replaced allocated 8 bytes per live thread at every start).
+ * The arrays of ids and hot cells beside the records must say what the records say after every
+ * rebuild, and each cell's listed flag what vmt__thread_is_listed() says.
  * A reader past its hazard slots is refused, never aborted. Internal test: it reads the
  * registry and its counters directly.
  */
@@ -103,6 +105,19 @@ static void view_drop(view_t *v) {
   vmt__registry_release(v->snap);
   free(v->records);
   free(v->ids);
+}
+
+/* The arrays beside the records (ids, hot cells) say what the records say, entry by entry, and
+ * each cell's listed flag what vmt__thread_is_listed() says (no thread of these tests is between
+ * its TERMINATED store and the flag's, which are adjacent stores of the thread itself, while
+ * this runs: they are all parked or joined). */
+static void entries_agree(const vmt__snapshot_t *s) {
+  for (size_t k = 0; k < s->count; k++) {
+    vmt_thread_t *t = s->threads[k];
+    assert_int_equal(s->ids[k], t->id);
+    assert_ptr_equal(s->hot[k], t->hot);
+    assert_int_equal(vmt__hot_is_listed(s->hot[k]), vmt__thread_is_listed(t));
+  }
 }
 
 /* ---- a held snapshot keeps its view ---------------------------------------------------- */
@@ -212,7 +227,9 @@ static void lookups_find_every_id_at_array_boundaries(void **state) {
       assert_int_equal(s->count, prev->count + 1);
     } else {
       boundaries++;
-      /* Right after a rebuild: every live thread, and only those, in id order. */
+      /* Right after a rebuild: every live thread, and only those, in id order, the id and cell
+       * arrays squeezed with the records. */
+      entries_agree(s);
       for (size_t k = 1; k < s->count; k++) assert_true(s->threads[k - 1]->id < s->threads[k]->id);
       for (int j = 0; j <= i; j++)
         assert_ptr_equal(vmt__snapshot_find(s, vmt_thread_id(t[j])), gone[j] ? NULL : t[j]);
@@ -312,14 +329,15 @@ static void reclamation_frees_every_array_once_readers_release(void **state) {
   vmt__registry_stats_t end = stats();
   assert_int_equal(end.snapshots, 1);
   assert_int_equal(end.arrays, 1);
-  assert_true(end.bytes >= sizeof(vmt__snapshot_t) + end.capacity * sizeof(vmt_thread_t *));
-  assert_true(end.bytes <= sizeof(vmt__snapshot_t) + 64 + end.capacity * sizeof(vmt_thread_t *));
+  assert_true(end.bytes >= sizeof(vmt__snapshot_t) + end.capacity * VMT__SNAPSHOT_ENTRY_BYTES);
+  assert_true(end.bytes <= sizeof(vmt__snapshot_t) + 64 + end.capacity * VMT__SNAPSHOT_ENTRY_BYTES);
   /* The record that only the holders could still see is back in the pool. */
   assert_int_equal(__atomic_load_n(&last->magic, __ATOMIC_RELAXED), 0);
 }
 
 /* ---- internal threads sort first ------------------------------------------------------- */
 static void sorted_and_found(const vmt__snapshot_t *s, vmt_thread_t *const *t, int n) {
+  entries_agree(s);
   for (size_t k = 1; k < s->count; k++) assert_true(s->threads[k - 1]->id < s->threads[k]->id);
   for (int i = 0; i < n; i++) assert_ptr_equal(vmt__snapshot_find(s, vmt_thread_id(t[i])), t[i]);
 }

@@ -672,7 +672,7 @@ static void *allocate_and_report(void *arg) {
   uint64_t *mine = NULL;
   size_t sz = sizeof(mine);
   out[2] = mallctl("thread.allocatedp", &mine, &sz, NULL, 0) == 0 &&
-           (const uint64_t *)mine == atomic_load(&me->allocatedp);
+           (const uint64_t *)mine == atomic_load(&me->hot->allocatedp);
   out[0] = vmt__alloc_thread_bytes(me);
   void *volatile p = malloc(100000);
   out[1] = vmt__alloc_thread_bytes(me);

@@ -2,7 +2,7 @@
  * runtime/management/alloc.c: allocated bytes (com.sun.management.ThreadMXBean's
  * getThreadAllocatedBytes, getCurrentThreadAllocatedBytes, getTotalThreadAllocatedBytes and the
  * switch). The counts are jemalloc's own per-thread counters (thread.allocatedp), published by each
- * runtime thread in its record (runtime/thread/alloc.c); a reader holds a registry snapshot, so it
+ * runtime thread in its hot cell (runtime/thread/alloc.c); a reader holds a registry snapshot, so it
  * never reads the counters of a thread whose memory is gone. When jemalloc is not the process
  * allocator (sanitizer builds, another malloc preloaded) the counters never move, and the
  * capability reports itself unsupported instead of answering zeros.
@@ -35,23 +35,31 @@ int vmt_mx_set_thread_allocated_memory_enabled(bool enable) {
 
 static bool measuring(void) { return atomic_load_explicit(&alloc_enabled, memory_order_relaxed); }
 
-/* The counter a record points to, prefetched: it lives in its thread's jemalloc TLS, a line
- * of its own per thread. Half as far ahead as the records, whose lines (and so the pointer)
- * have arrived by then. The pointer may be stale by the time it is used: a prefetch never
- * faults, and the read itself is validated (runtime/alloc.c). */
-static void prefetch_counter(const vmt__snapshot_t *snap, size_t hint) {
-  size_t at = hint + VMT__MX_PREFETCH_AHEAD / 2;
+/* The counter a hot cell points to, prefetched: it lives in its thread's jemalloc TLS, a line
+ * and a page of its own per thread (the thread's stack mapping), so at 10,000 threads every
+ * read misses the caches and the TLB. Half as far ahead as the cells, whose lines (and so the
+ * pointer) have arrived by then. The pointer may be stale by the time it is used: a prefetch
+ * never faults, and the read itself is validated (runtime/thread/alloc.c). */
+static void prefetch_counter(const vmt__snapshot_t *snap, size_t i) {
+  size_t at = i + VMT__MX_PREFETCH_AHEAD / 2;
   if (at >= snap->count) return;
-  const uint64_t *a = atomic_load_explicit(&snap->threads[at]->allocatedp, memory_order_relaxed);
+  const uint64_t *a = atomic_load_explicit(&snap->hot[at]->allocatedp, memory_order_relaxed);
   if (a) __builtin_prefetch(a);
 }
 
-static int64_t thread_bytes(vmt_thread_t *t) { return vmt__alloc_thread_bytes(t); }
+/* What the walks below prefetch: the cells ahead (for writing), the counters half as far. */
+static void prefetch_cell_and_counter(const vmt__snapshot_t *snap, size_t i) {
+  vmt__mx_prefetch_hot_ahead_w(snap, i);
+  prefetch_counter(snap, i);
+}
 
+/* The walks below read the snapshot's id and cell arrays, the cells and the counters: never a
+ * record (runtime/registry/registry.h, struct vmt__thread_hot). */
 int vmt_mx_get_thread_allocated_bytes_array(const int64_t *ids, size_t count, int64_t *out) {
   if (!ids || (!out && count) || vmt__mx_ids_invalid(ids, count)) return -EINVAL;
   if (!vmt__alloc_supported()) return -ENOTSUP;
-  return vmt__mx_sweep(ids, count, out, measuring(), thread_bytes, prefetch_counter);
+  return vmt__mx_sweep(ids, count, out, measuring(), NULL, vmt__alloc_hot_bytes,
+                       prefetch_cell_and_counter);
 }
 
 int vmt_mx_get_thread_allocated_bytes(int64_t id, int64_t *bytes) {
@@ -81,11 +89,10 @@ int vmt_mx_get_total_thread_allocated_bytes(int64_t *bytes) {
   const vmt__snapshot_t *snap = vmt__registry_acquire();
   if (!snap) return -ENOMEM;
   for (size_t i = 0; i < snap->count; i++) {
-    vmt_thread_t *t = snap->threads[i];
-    vmt__mx_prefetch_ahead(snap, i, VMT__MX_RECORD_ALL);
-    prefetch_counter(snap, i);
-    if (!vmt__thread_is_listed(t)) continue;
-    int64_t b = vmt__alloc_thread_bytes(t);
+    struct vmt__thread_hot *h = snap->hot[i];
+    prefetch_cell_and_counter(snap, i);
+    if (!vmt__hot_is_listed(h)) continue;
+    int64_t b = vmt__alloc_hot_bytes(h);
     if (b > 0) total += b;
   }
   vmt__registry_release(snap);

@@ -25,28 +25,33 @@ bool vmt__mx_ids_invalid(const int64_t *ids, size_t count) {
   return false;
 }
 
-vmt_thread_t *vmt__mx_lookup(const vmt__snapshot_t *snap, int64_t id, size_t *hint) {
-  vmt_thread_t *const *th = snap->threads;
+size_t vmt__mx_find(const vmt__snapshot_t *snap, int64_t id, size_t *hint) {
+  const int64_t *ids = snap->ids;
   size_t n = snap->count, at;
-  if (hint && *hint < n && th[*hint]->id <= id) {
+  if (hint && *hint < n && ids[*hint] <= id) {
     size_t lo = *hint, step = 1;
-    if (th[lo]->id == id) {
+    if (ids[lo] == id) {
       at = lo;
     } else {
-      /* th[lo]->id < id: gallop until an entry is >= id, then search the last stride. */
-      while (lo + step < n && th[lo + step]->id < id) {
+      /* ids[lo] < id: gallop until an entry is >= id, then search the last stride. */
+      while (lo + step < n && ids[lo + step] < id) {
         lo += step;
         step *= 2;
       }
       size_t end = lo + step < n ? lo + step + 1 : n;
-      at = lo + 1 + vmt__threads_lower_bound(th + lo + 1, end - lo - 1, id);
+      at = lo + 1 + vmt__ids_lower_bound(ids + lo + 1, end - lo - 1, id);
     }
   } else {
-    at = vmt__threads_lower_bound(th, n, id);
+    at = vmt__ids_lower_bound(ids, n, id);
   }
-  bool found = at < n && th[at]->id == id;
+  bool found = at < n && ids[at] == id;
   if (hint) *hint = found ? at + 1 : at;
-  if (!found) return NULL;
-  vmt_thread_t *t = th[at];
+  return found ? at : VMT__MX_NOT_FOUND;
+}
+
+vmt_thread_t *vmt__mx_lookup(const vmt__snapshot_t *snap, int64_t id, size_t *hint) {
+  size_t at = vmt__mx_find(snap, id, hint);
+  if (at == VMT__MX_NOT_FOUND) return NULL;
+  vmt_thread_t *t = snap->threads[at];
   return vmt__thread_is_listed(t) ? t : NULL;
 }

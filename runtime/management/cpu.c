@@ -150,7 +150,7 @@ static int time_array(const int64_t *ids, size_t count, int64_t *out, bool user)
   if (!user && enabled && vmt_os_caps()->thread_cpu_time)
     return cpu_time_sweep(ids, count, out);
   return vmt__mx_sweep(ids, count, out, enabled,
-                       user ? vmt__mx_thread_user_ns : vmt__mx_thread_cpu_ns, NULL);
+                       user ? vmt__mx_thread_user_ns : vmt__mx_thread_cpu_ns, NULL, NULL);
 }
 
 int vmt_mx_get_thread_cpu_time(int64_t id, int64_t *ns) {

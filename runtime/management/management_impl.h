@@ -63,11 +63,16 @@ static inline char *vmt__mx_strdup(const char *s) { return vmt__mx_strndup(s, st
  * the index where the previous lookup ended: id arrays usually come sorted (they come from
  * vmt_mx_get_all_thread_ids, in the snapshot's own order), and a lookup then walks forward from
  * the hint instead of binary-searching (galloping past tombstones and unknown ids, so a gap of
- * g entries costs log g steps): one record read per id, the one the caller reads anyway, where
- * a binary search of 10,000 threads makes 14 dependent loads in records all over memory.
- * hint may be NULL (a binary search).
+ * g entries costs log g steps). It reads the snapshot's id array, not the records: a binary
+ * search of 10,000 threads makes 14 dependent loads in 80 KB instead of in records all over
+ * memory, and the one record read per id is the caller's is_listed check. hint may be NULL (a
+ * binary search).
  */
 vmt_thread_t *vmt__mx_lookup(const vmt__snapshot_t *snap, int64_t id, size_t *hint);
+/* The same search, to the entry: its index in snap whether or not it is listed, or
+ * VMT__MX_NOT_FOUND. For walks that read the hot cells (snap->hot[at]) and not the records. */
+#define VMT__MX_NOT_FOUND SIZE_MAX
+size_t vmt__mx_find(const vmt__snapshot_t *snap, int64_t id, size_t *hint);
 
 /*
  * Starts loading the first bytes of a record. A sweep alternates CPU-clock syscalls (~400 ns
@@ -80,12 +85,11 @@ static inline void vmt__mx_prefetch(const vmt_thread_t *t, size_t bytes) {
   for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch((const char *)t + off);
 }
 
-/* What a walk reads of each record, from its start: the whole record (ThreadInfo), up to the
- * end of the port fields (a CPU-time sweep: id, kind, states, tid, exiting; two lines), or
- * what vmt__thread_is_listed() and the id need (the first line). */
+/* What a walk reads of each record, from its start: the whole record (ThreadInfo), or up to
+ * the end of the port fields (a CPU-time sweep: id, kind, states, tid, exiting; two lines). The
+ * walks that need only ids and listed flags read the hot cells instead. */
 #define VMT__MX_RECORD_ALL sizeof(vmt_thread_t)
 #define VMT__MX_RECORD_TO_OS (offsetof(vmt_thread_t, os) + sizeof(vmt_os_thread_t))
-#define VMT__MX_RECORD_HEAD (offsetof(vmt_thread_t, counted) + sizeof(bool))
 
 /*
  * How far ahead of a walk in snapshot order records are prefetched. Walks without a syscall
@@ -107,6 +111,27 @@ static inline void vmt__mx_prefetch_ahead(const vmt__snapshot_t *snap, size_t hi
     vmt__mx_prefetch(snap->threads[hint + VMT__MX_PREFETCH_AHEAD], bytes);
 }
 
+/* The hot cell a walk in snapshot order reaches VMT__MX_PREFETCH_AHEAD entries after i, for
+ * reading, or for writing when the walk will write it (the allocated-bytes reader count: a
+ * locked add on a line fetched shared must wait for it again, exclusive). The cells are
+ * consecutive lines when the threads were started one after another, which the hardware
+ * prefetcher follows too; after recycled records they are not. */
+static inline void vmt__mx_prefetch_hot_ahead(const vmt__snapshot_t *snap, size_t i) {
+  if (i + VMT__MX_PREFETCH_AHEAD < snap->count)
+    __builtin_prefetch(snap->hot[i + VMT__MX_PREFETCH_AHEAD]);
+}
+static inline void vmt__mx_prefetch_hot_ahead_w(const vmt__snapshot_t *snap, size_t i) {
+  if (i + VMT__MX_PREFETCH_AHEAD >= snap->count) return;
+  const void *p = snap->hot[i + VMT__MX_PREFETCH_AHEAD];
+#if defined(__x86_64__)
+  /* PREFETCHW, which gcc emits for __builtin_prefetch(p, 1) only under -mprfchw; x86 CPUs
+   * without it (Intel before Broadwell) execute it as a no-op. */
+  __asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
+#else
+  __builtin_prefetch(p, 1);
+#endif
+}
+
 /* A measurement switch (HotSpot's ThreadService flags): a plain boolean behind a capability.
  * get: -EINVAL on NULL, -ENOTSUP when unsupported. set: -ENOTSUP when unsupported. */
 int vmt__mx_switch_get(bool supported, _Atomic bool *sw, bool *out);
@@ -115,15 +140,18 @@ int vmt__mx_switch_set(bool supported, _Atomic bool *sw, bool value);
 /*
  * The per-id sweep behind every array query: out[i] = query(thread of ids[i]), or -1 for an
  * unknown or ended element, or -1 for all when measuring is false. One snapshot protects the
- * whole sweep. Arguments are checked by the caller. 0 or -ENOMEM.
+ * whole sweep. Arguments are checked by the caller. 0 or -ENOMEM. With hot_query, the sweep
+ * reads the hot cells instead of the records (out[i] = hot_query(cell of ids[i])), and
+ * prefetch, if any, replaces the records' prefetch.
  */
 typedef int64_t (*vmt__mx_query_fn)(vmt_thread_t *t);
-/* What the sweep also prefetches for the lookups ahead of hint (NULL: the records only). */
+typedef int64_t (*vmt__mx_hot_query_fn)(struct vmt__thread_hot *h);
+/* What the sweep prefetches for the lookups ahead of hint (NULL: the records). */
 typedef void (*vmt__mx_prefetch_fn)(const vmt__snapshot_t *snap, size_t hint);
 /* Inline, so that each caller's query and prefetch are direct calls the compiler can inline. */
 static inline int vmt__mx_sweep(const int64_t *ids, size_t count, int64_t *out,
                                 bool measuring, vmt__mx_query_fn query,
-                                vmt__mx_prefetch_fn prefetch) {
+                                vmt__mx_hot_query_fn hot_query, vmt__mx_prefetch_fn prefetch) {
   if (!measuring) {
     for (size_t i = 0; i < count; i++) out[i] = -1;
     return 0;
@@ -132,10 +160,20 @@ static inline int vmt__mx_sweep(const int64_t *ids, size_t count, int64_t *out,
   if (!snap) return -ENOMEM;
   size_t hint = 0;
   for (size_t i = 0; i < count; i++) {
-    vmt_thread_t *t = vmt__mx_lookup(snap, ids[i], &hint);
-    vmt__mx_prefetch_ahead(snap, hint, VMT__MX_RECORD_ALL);
-    if (prefetch) prefetch(snap, hint);
-    out[i] = t ? query(t) : -1;
+    size_t at = vmt__mx_find(snap, ids[i], &hint);
+    if (prefetch)
+      prefetch(snap, hint);
+    else
+      vmt__mx_prefetch_ahead(snap, hint, VMT__MX_RECORD_ALL);
+    if (at == VMT__MX_NOT_FOUND) {
+      out[i] = -1;
+    } else if (hot_query) {
+      struct vmt__thread_hot *h = snap->hot[at];
+      out[i] = vmt__hot_is_listed(h) ? hot_query(h) : -1;
+    } else {
+      vmt_thread_t *t = snap->threads[at];
+      out[i] = vmt__thread_is_listed(t) ? query(t) : -1;
+    }
   }
   vmt__registry_release(snap);
   return 0;

@@ -14,9 +14,9 @@
  * fails with -EINVAL instead of touching freed memory. The residual case: once a record has been
  * recycled for a new thread, a stale handle to the old one names the new thread, and nothing
  * can tell them apart (docs/design.md, "Reclamation"). Memory held: the peak number of records
- * ever live at once, 432 bytes each on x86-64 (jemalloc's 448-byte size class) plus an 816-byte
+ * ever live at once, 440 bytes each on x86-64 (jemalloc's 448-byte size class) plus an 816-byte
  * cold block allocated apart (TLS slots, stack bounds, guard zones, park blocker: registry.h;
- * the 896-byte class).
+ * the 896-byte class) and a 32-byte hot cell (what the id and allocated-bytes walks read).
  *
  * vmt__current is one initial-exec TLS load (a %fs-relative mov on x86-64); the library's
  * static TLS need is one pointer per variable, well inside glibc's surplus for dlopen'ed
@@ -48,6 +48,36 @@ VMT__PROCESS_STATE(profiler_hooks,
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static vmt_thread_t *pool_free;
 static size_t pool_free_count;
+/* Hot cells (registry.h) are carved in order from blocks of HOT_BLOCK_CELLS, never freed (each
+ * stays with its record): the cells of records allocated one after another are neighbours,
+ * and a walk over a snapshot's cells reads consecutive lines. pool_lock. */
+#define HOT_BLOCK_CELLS 256
+static struct vmt__thread_hot *hot_next;
+static size_t hot_left;
+
+/* A fresh hot cell, or NULL (out of memory). A block is allocated outside pool_lock, which the
+ * fork handlers hold. */
+static struct vmt__thread_hot *hot_cell(void) {
+  struct vmt__thread_hot *spare = NULL;
+  for (;;) {
+    pthread_mutex_lock(&pool_lock);
+    if (hot_left == 0 && spare != NULL) {
+      hot_next = spare;
+      hot_left = HOT_BLOCK_CELLS;
+      spare = NULL;
+    }
+    if (hot_left != 0) {
+      struct vmt__thread_hot *h = hot_next++;
+      hot_left--;
+      pthread_mutex_unlock(&pool_lock);
+      free(spare);   /* another thread installed a block meanwhile */
+      return h;
+    }
+    pthread_mutex_unlock(&pool_lock);
+    spare = aligned_alloc(64, HOT_BLOCK_CELLS * sizeof(*spare));
+    if (spare == NULL) return NULL;
+  }
+}
 
 vmt_thread_t *vmt__record_alloc(void) {
   if (vmt__fault_hit(VMT__FAULT_ALLOC) != 0) return NULL;
@@ -59,8 +89,10 @@ vmt_thread_t *vmt__record_alloc(void) {
   }
   pthread_mutex_unlock(&pool_lock);
   struct vmt__thread_cold *cold;
+  struct vmt__thread_hot *hot;
   if (t != NULL) {
     cold = t->cold;
+    hot = t->hot;
   } else {
     /* The cold block is an allocation of its own (it stays with the record in the pool): the
      * records then lie in jemalloc's 448-byte slabs, nine to a page, and a walk of 10,000 of
@@ -69,14 +101,18 @@ vmt_thread_t *vmt__record_alloc(void) {
      * 30.0 ns per thread against 7.2 at 1000 (4.17x; docs/management.md). */
     t = malloc(sizeof(*t));
     cold = t ? malloc(sizeof(*cold)) : NULL;
-    if (cold == NULL) {
+    hot = cold ? hot_cell() : NULL;
+    if (hot == NULL) {
+      free(cold);
       free(t);
       return NULL;
     }
   }
   memset(t, 0, sizeof(*t));
   memset(cold, 0, sizeof(*cold));
+  memset(hot, 0, sizeof(*hot));
   t->cold = cold;
+  t->hot = hot;
   pthread_mutex_init(&t->cold->lock, NULL);
   __atomic_store_n(&t->magic, VMT__THREAD_MAGIC, __ATOMIC_RELAXED);
   return t;
@@ -210,7 +246,7 @@ size_t vmt__record_name_copy(vmt_thread_t *t, char *buf, size_t len) {
 static void pool_fork_prepare(void) { pthread_mutex_lock(&pool_lock); }
 static void pool_fork_parent(void) { pthread_mutex_unlock(&pool_lock); }
 static void pool_fork_child(void) { pthread_mutex_init(&pool_lock, NULL); }
-VMT__PROCESS_STATE(record_pool, .symbols = "pool_lock pool_free pool_free_count",
+VMT__PROCESS_STATE(record_pool, .symbols = "pool_lock pool_free pool_free_count hot_next hot_left",
                    .rule = VMT__FORK_HOLD,
                    .fork = "the free list is whole (held across fork); references a vanished "
                            "thread held are never dropped: those records stay out of the pool",

@@ -23,6 +23,18 @@
  * array either way: `threads[i]`, i < count (the same loop over a header-and-array pair or
  * over the old contiguous snapshot measured alike, 2.2-4.4 ns per entry).
  *
+ * Beside `threads` the array keeps each entry's id and hot cell (registry.h), written with the
+ * record pointer and never changed, so lookups search 8-byte ids instead of chasing a pointer
+ * per probe, and the walks that need only ids, listed flags and allocation counters (all ids,
+ * allocated bytes) read the arrays and the cells, never a record. Reading a line of each
+ * record, those walks cost 2.99x (all ids) and 1.55x (allocated bytes) as much per thread at
+ * 10,000 threads as at 1000 in the run of record before this (docs/benchmarks.md, 2026-12-02):
+ * 1000 records (under 0.5 MB) stay in a core's 1 MB L2 here between calls, 10,000 (about 5 MB)
+ * do not. The mutable per-thread flag such a walk needs (listed) lives in the cell, one copy
+ * per record, not in the array: an array copied by a rebuild would otherwise hold a second
+ * copy for exits to update. A start writes three words instead of one, and a rebuild copies
+ * three arrays.
+ *
  * An exit does not touch the array: it tombstones its record in place (lookups and listings
  * skip it; the record stays allocated) and a later rebuild drops it. A rebuild copies the
  * current entries into a new array (room for 1.5x the live entries + 64, the appends to come),
@@ -64,10 +76,15 @@
 #include "runtime/registry/registry_impl.h"
 
 /* The storage of one or more snapshots: slots [0, count of the newest header over it) are
- * published and never written again; the writer fills the rest, one append at a time. */
+ * published and never written again; the writer fills the rest, one append at a time. An entry
+ * is three words in three arrays of one allocation: the record (slot), its id and its hot cell
+ * (both immutable for the record's life in the registry), so that a walk over ids or cells
+ * reads 8 bytes per thread of each array instead of a line of each record. */
 struct vmt__registry_array {
   size_t capacity;
   _Atomic size_t users;  /* headers over it, not yet freed; the last one frees the array */
+  int64_t *id;                       /* capacity entries, after slot[] */
+  struct vmt__thread_hot **hot;      /* capacity entries, after id[] */
   vmt_thread_t *slot[];
 };
 typedef struct vmt__registry_array registry_array_t;
@@ -124,10 +141,12 @@ static vmt__snapshot_t *snapshot_alloc(void) {
 
 static registry_array_t *array_alloc(size_t capacity) {
   if (vmt__fault_hit(VMT__FAULT_ALLOC) != 0) return NULL;
-  size_t bytes = sizeof(registry_array_t) + capacity * sizeof(vmt_thread_t *);
+  size_t bytes = sizeof(registry_array_t) + capacity * VMT__SNAPSHOT_ENTRY_BYTES;
   registry_array_t *a = malloc(bytes);
   if (a == NULL) return NULL;
   a->capacity = capacity;
+  a->id = (int64_t *)&a->slot[capacity];
+  a->hot = (struct vmt__thread_hot **)&a->id[capacity];
   atomic_init(&a->users, 0);
   atomic_fetch_add_explicit(&arrays_held, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&bytes_held, bytes, memory_order_relaxed);
@@ -138,7 +157,7 @@ static void array_free(registry_array_t *a) {
   if (a == NULL) return;
   atomic_fetch_sub_explicit(&arrays_held, 1, memory_order_relaxed);
   atomic_fetch_sub_explicit(&bytes_held,
-                            sizeof(registry_array_t) + a->capacity * sizeof(vmt_thread_t *),
+                            sizeof(registry_array_t) + a->capacity * VMT__SNAPSHOT_ENTRY_BYTES,
                             memory_order_relaxed);
   free(a);
 }
@@ -181,11 +200,11 @@ static size_t rebuild_capacity(size_t count, size_t kept) {
 static bool tombstones_slow_walks(size_t kept) { return tombstoned >= 8 + kept / 64; }
 static bool tombstones_crowd(size_t kept) { return tombstoned > 64 && tombstoned > 2 * kept; }
 
-size_t vmt__threads_lower_bound(vmt_thread_t *const *threads, size_t n, int64_t id) {
+size_t vmt__ids_lower_bound(const int64_t *ids, size_t n, int64_t id) {
   size_t lo = 0, hi = n;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (threads[mid]->id < id)
+    if (ids[mid] < id)
       lo = mid + 1;
     else
       hi = mid;
@@ -203,24 +222,32 @@ static void tombstone_locked(vmt_thread_t *t) {
 /* Copies the current snapshot's entries but its tombstones into dst (room for all of them,
  * tombstones included, checked by the caller) and returns how many; *dropped gets the
  * tombstones, which leave with the next publication. writer_lock held. The copy is a memcpy
- * of the pointer array and a pass over pointers that squeezes out the gaps: records other than
- * the tombstones are not read. */
+ * of the three arrays and a pass over them that squeezes out the gaps: records other than the
+ * tombstones are not read. */
 static size_t rebuild_locked(registry_array_t *dst, vmt_thread_t **dropped) {
   vmt__snapshot_t *cur = atomic_load_explicit(&vmt__current_snapshot, memory_order_relaxed);
   size_t n = cur->count;
-  if (n) memcpy(dst->slot, cur->threads, n * sizeof(dst->slot[0]));
+  if (n) {
+    memcpy(dst->slot, cur->threads, n * sizeof(dst->slot[0]));
+    memcpy(dst->id, cur->ids, n * sizeof(dst->id[0]));
+    memcpy(dst->hot, cur->hot, n * sizeof(dst->hot[0]));
+  }
   *dropped = tombstones;
   for (vmt_thread_t *x = tombstones; x; x = x->list_next) {
     size_t at = x->registry_slot;
-    if (at >= n || cur->threads[at] != x) at = vmt__threads_lower_bound(cur->threads, n, x->id);
+    if (at >= n || cur->threads[at] != x) at = vmt__ids_lower_bound(cur->ids, n, x->id);
     if (at < n && cur->threads[at] == x) dst->slot[at] = NULL;
     x->removed_generation = cur->generation;
     atomic_store_explicit(&x->registry_state, VMT__REG_NONE, memory_order_relaxed);
   }
   if (tombstones) {
     size_t j = 0;
-    for (size_t i = 0; i < n; i++)
-      if (dst->slot[i]) dst->slot[j++] = dst->slot[i];
+    for (size_t i = 0; i < n; i++) {
+      if (dst->slot[i] == NULL) continue;
+      dst->slot[j] = dst->slot[i];
+      dst->id[j] = dst->id[i];
+      dst->hot[j++] = dst->hot[i];
+    }
     n = j;
   }
   tombstoned = 0;
@@ -241,8 +268,14 @@ static void publish_locked(vmt__snapshot_t *ns, registry_array_t *arr, size_t n,
   if (add) {
     /* No published snapshot covers slot n (those over arr end at or before it), nor, for an
      * insertion before the end, any slot of the new array. */
-    if (at < n) memmove(&arr->slot[at + 1], &arr->slot[at], (n - at) * sizeof(arr->slot[0]));
+    if (at < n) {
+      memmove(&arr->slot[at + 1], &arr->slot[at], (n - at) * sizeof(arr->slot[0]));
+      memmove(&arr->id[at + 1], &arr->id[at], (n - at) * sizeof(arr->id[0]));
+      memmove(&arr->hot[at + 1], &arr->hot[at], (n - at) * sizeof(arr->hot[0]));
+    }
     arr->slot[at] = add;
+    arr->id[at] = add->id;
+    arr->hot[at] = add->hot;
     add->registry_slot = at;
     n++;
     add->inserted_generation = ns->generation;
@@ -250,6 +283,8 @@ static void publish_locked(vmt__snapshot_t *ns, registry_array_t *arr, size_t n,
   }
   ns->array = arr;
   ns->threads = arr->slot;
+  ns->ids = arr->id;
+  ns->hot = arr->hot;
   ns->count = n;
   atomic_fetch_add_explicit(&arr->users, 1, memory_order_relaxed);
   atomic_store_explicit(&vmt__current_snapshot, ns, memory_order_seq_cst);
@@ -414,6 +449,7 @@ int vmt__registry_insert(vmt_thread_t *t) {
 static void uncount_locked(vmt_thread_t *t) {
   if (!atomic_load_explicit(&t->counted, memory_order_relaxed)) return;
   atomic_store_explicit(&t->counted, false, memory_order_relaxed);
+  atomic_store_explicit(&t->hot->listed, 0, memory_order_release);
   atomic_fetch_sub_explicit(&live_count, 1, memory_order_relaxed);
   if (t->daemon) atomic_fetch_sub_explicit(&daemon_count, 1, memory_order_relaxed);
   atomic_fetch_sub_explicit(&t->category->live, 1, memory_order_relaxed);
@@ -428,11 +464,15 @@ void vmt__registry_count(vmt_thread_t *t) {
     pthread_mutex_unlock(&writer_lock);
     return;
   }
+  /* A thread that already left (its child ran and ended first) is counted as started only. */
+  bool in = reg_state(t) == VMT__REG_IN;
+  /* Listed before the claim is released: a thread that finds its count claimed (acquire) and
+   * goes on to end clears the flag after this store, never before it. */
+  if (in) atomic_store_explicit(&t->hot->listed, 1, memory_order_release);
   atomic_store_explicit(&t->count_claimed, true, memory_order_release);
   atomic_fetch_add_explicit(&started_total, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&t->category->started, 1, memory_order_relaxed);
-  /* A thread that already left (its child ran and ended first) is counted as started only. */
-  if (reg_state(t) == VMT__REG_IN) {
+  if (in) {
     atomic_store_explicit(&t->counted, true, memory_order_relaxed);
     int32_t live = atomic_fetch_add_explicit(&live_count, 1, memory_order_relaxed) + 1;
     if (live > atomic_load_explicit(&peak_count, memory_order_relaxed))
@@ -518,8 +558,8 @@ void vmt__registry_stats(vmt__registry_stats_t *out) {
 
 vmt_thread_t *vmt__snapshot_find(const vmt__snapshot_t *snap, int64_t id) {
   if (snap == NULL) return NULL;
-  size_t at = vmt__threads_lower_bound(snap->threads, snap->count, id);
-  if (at == snap->count || snap->threads[at]->id != id) return NULL;
+  size_t at = vmt__ids_lower_bound(snap->ids, snap->count, id);
+  if (at == snap->count || snap->ids[at] != id) return NULL;
   vmt_thread_t *t = snap->threads[at];
   /* In an older snapshot a record may have left since (tombstoned, then dropped). */
   return reg_state(t) == VMT__REG_IN ? t : NULL;
@@ -594,8 +634,8 @@ static void registry_fork_child(void) {
     /* Live, or between leaving the registry and `done`: finish for the vanished thread. */
     atomic_store_explicit(&x->counted, false, memory_order_relaxed);
     vmt_os_thread_mark_exiting(&x->os);
-    atomic_store_explicit(&x->allocatedp, NULL, memory_order_relaxed);
-    atomic_store_explicit(&x->state, VMT_THREAD_TERMINATED, memory_order_relaxed);
+    atomic_store_explicit(&x->hot->allocatedp, NULL, memory_order_relaxed);
+    vmt__thread_set_terminated(x);   /* and unlisted (its hot cell) */
     atomic_store_explicit(&x->done, 1, memory_order_release);
     /* The vanished thread's own reference. Never the last: the record is in the current
      * snapshot, so the registry's reference is still there. */

@@ -11,7 +11,8 @@
  *   runtime/sync/                       sync (struct vmt__thread_sync, below)
  *   runtime/vmservices/                 exec (the execution state and poll word) and vms
  *                                       (struct vmt__thread_vms, below)
- *   runtime/thread/alloc.c              the allocated-bytes counter pointer
+ *   runtime/thread/alloc.c              the allocated-bytes fields of the hot cell
+ *   the hot cell (struct vmt__thread_hot): each field's owner is named there
  *   the cold block (struct vmt__thread_cold): each field's owner is named there
  *   runtime/profiler/                   prof (struct vmt__thread_prof, below)
  */
@@ -146,6 +147,28 @@ struct vmt__thread_cold {
   _Atomic uint64_t blocker_class[(VMT_PARK_BLOCKER_CLASS_MAX + 1 + 7) / 8];
 };
 
+/* Per-thread fields of the walks that read nothing else of a thread (getAllThreadIds, the
+ * allocated-bytes calls), in a 32-byte cell apart from the record, cells carved in order from
+ * 8 KiB blocks (record.c), so that the cells of 10,000 threads are 313 KiB of consecutive lines
+ * (two cells a line) where their records are 4.5 MB; a snapshot holds each entry's cell beside
+ * its record and id (vmt__snapshot_t.hot), so these walks never touch a record. The cell stays
+ * with its record in the pool (type-stable like it) and is zeroed with it. */
+struct vmt__thread_hot {
+  /* registry.c: what vmt__thread_is_listed() says, kept beside it: set as the thread is counted
+   * (under the writer lock, before count_claimed is released, so the thread's own clear comes
+   * after it), cleared as it becomes TERMINATED (vmt__thread_set_terminated) and as it is
+   * uncounted (the writer lock). Never set again once cleared. */
+  _Atomic uint32_t listed;
+  /* runtime/thread/alloc.c. Readers of *allocatedp in progress: the owner waits for them (a
+   * few ns) before its thread-local counters can go away. Zeroed for the forking thread in a
+   * fork child. */
+  _Atomic int32_t alloc_readers;
+  /* jemalloc's per-thread allocated-bytes counter, published by the owner at start, cleared
+   * at exit. */
+  _Atomic(const uint64_t *) allocatedp;
+  int64_t alloc_base;                /* allocated bytes at attach (not this thread's) */
+} __attribute__((aligned(32)));
+
 /* Per-thread state of the profiler (runtime/profiler/). All zero in a fresh record.
  * `state` is the arming protocol (runtime/profiler/arm.c): IDLE (0), BUSY (one thread is
  * creating or deleting the timer), ARMED. `slot` is the sample buffer the signal handler on
@@ -203,10 +226,6 @@ struct vmt_thread {
   struct vmt__thread_sync sync;      /* sync package */
   struct vmt__thread_vms vms;        /* VM services package */
   struct vmt__thread_prof prof;      /* profiler package */
-  /* jemalloc's per-thread allocated-bytes counter, published by the owner at start, cleared
-   * at exit. */
-  _Atomic(const uint64_t *) allocatedp;
-  int64_t alloc_base;                /* allocated bytes at attach (not this thread's) */
   /* Runtime-private from here (thread module). */
   vmt_thread_fn fn;
   void *arg;
@@ -237,10 +256,8 @@ struct vmt_thread {
   /* The one list the record is on, in turn: the current snapshot's tombstones, the retired
    * records, the record pool. */
   struct vmt_thread *list_next;
-  /* Readers of *allocatedp in progress (thread/alloc.c): the owner waits for them (a few ns) before
-   * its thread-local counters can go away. Zeroed for the forking thread in a fork child. */
-  _Atomic int32_t alloc_readers;
   struct vmt__thread_cold *cold;     /* allocated with the record, never NULL */
+  struct vmt__thread_hot *hot;       /* likewise, from a dense block (record.c) */
 };
 
 /* registry_state values. A tombstoned record has left (its thread exited) but is still in the
@@ -280,11 +297,13 @@ static inline void vmt__current_set(vmt_thread_t *t) {
 
 /* ---- Registry (registry.c) -------------------------------------------------------------- *
  * A snapshot is an immutable, id-sorted view of the live threads (counted and internal):
- * threads[0..count). Walk it as an array; look ids up with vmt__snapshot_find() (or
- * vmt__threads_lower_bound() on threads/count). Snapshots share storage: a start appends past
- * the current count and publishes a new snapshot over the same entries, so the entries a
- * snapshot covers never change, but `threads` of two snapshots may be equal and nothing may
- * be written through it. An exit does not copy: it tombstones its record in place (the
+ * threads[0..count), with each record's id and hot cell in arrays beside it (ids[i],
+ * hot[i]: a walk that needs no more than those reads three dense arrays and the cells, never
+ * the records). Walk it as an array; look ids up with vmt__snapshot_find() (or
+ * vmt__ids_lower_bound() on ids/count). Snapshots share storage: a start appends past the
+ * current count and publishes a new snapshot over the same entries, so the entries a snapshot
+ * covers never change, but the arrays of two snapshots may be equal and nothing may be written
+ * through them. An exit does not copy: it tombstones its record in place (the
  * record's registry_state), and a later rebuild drops it. So a snapshot may hold records that
  * have left: walkers skip what vmt__thread_is_listed() refuses, lookups go through
  * vmt__snapshot_find(). A reader protects the current snapshot with a hazard pointer; every
@@ -294,6 +313,8 @@ static inline void vmt__current_set(vmt_thread_t *t) {
  */
 typedef struct vmt__snapshot {
   vmt_thread_t *const *threads;       /* count entries sorted by id; may hold tombstones */
+  const int64_t *ids;                 /* threads[i]->id, in an array of their own */
+  struct vmt__thread_hot *const *hot; /* threads[i]->hot, likewise */
   size_t count;
   uint64_t generation;
   struct vmt__snapshot *retire_next;  /* retired-snapshot list (registry.c) */
@@ -310,16 +331,29 @@ const vmt__snapshot_t *vmt__registry_acquire(void);
 void vmt__registry_release(const vmt__snapshot_t *snap);
 /* Binary search; NULL if absent or no longer in the registry (tombstoned or dropped). */
 vmt_thread_t *vmt__snapshot_find(const vmt__snapshot_t *snap, int64_t id);
-/* Index of the first of threads[0..n) whose id is >= id (n if none; all entries non-NULL). */
-size_t vmt__threads_lower_bound(vmt_thread_t *const *threads, size_t n, int64_t id);
+/* Index of the first of ids[0..n) (a snapshot's, ascending) that is >= id; n if none. */
+size_t vmt__ids_lower_bound(const int64_t *ids, size_t n, int64_t id);
+/* What one snapshot entry costs in its array: the record pointer, the id and the hot cell. */
+#define VMT__SNAPSHOT_ENTRY_BYTES \
+  (sizeof(vmt_thread_t *) + sizeof(int64_t) + sizeof(struct vmt__thread_hot *))
 /* Drops tombstoned records from the current snapshot (a rebuild, memory allowing), then
  * reclaims every retired snapshot, array and record no reader protects, waiting for a
  * concurrent reclamation to finish. Starts and exits do this themselves, amortised; tests call
  * it. */
 void vmt__registry_reclaim(void);
 /* True for a thread management code lists (started or attached, counted, not internal, still
- * in the registry, not TERMINATED). */
+ * in the registry, not TERMINATED). A walk that reads nothing else of the records reads the
+ * same answer from the hot cell: vmt__hot_is_listed(snap->hot[i]). */
 bool vmt__thread_is_listed(const vmt_thread_t *t);
+static inline bool vmt__hot_is_listed(const struct vmt__thread_hot *h) {
+  return atomic_load_explicit(&((struct vmt__thread_hot *)h)->listed, memory_order_acquire) != 0;
+}
+/* The thread is TERMINATED: its state, and its hot cell's listed flag, which must not say
+ * otherwise from then on. The thread package calls it where a thread ends or a start fails. */
+static inline void vmt__thread_set_terminated(vmt_thread_t *t) {
+  atomic_store_explicit(&t->state, VMT_THREAD_TERMINATED, memory_order_release);
+  atomic_store_explicit(&t->hot->listed, 0, memory_order_release);
+}
 
 typedef struct vmt__counts {
   int32_t live;

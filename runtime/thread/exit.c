@@ -44,7 +44,7 @@ void vmt__thread_finish(vmt_thread_t *t, bool goes_on) {
   vmt__tls_thread_end(t);
   bool kept = goes_on && vmt__monitor_keep(t);
   if (!kept) vmt__monitor_thread_end(t);
-  atomic_store_explicit(&t->state, VMT_THREAD_TERMINATED, memory_order_release);
+  vmt__thread_set_terminated(t);   /* and its hot cell unlisted */
   vmt__vms_thread_exit_end(t);
   vmt__registry_remove(t, true);
   vmt__prof_thread_end(t);   /* the profiler's timer: after `exiting`, before the tid goes */

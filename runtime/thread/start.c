@@ -91,7 +91,7 @@ static int start(vmt_thread_t **out, const vmt__thread_opts_t *o, vmt__thread_ki
   if (rc) {
     /* Readers may have seen the record: it leaves like an exiting thread, its registry
      * reference dropped once no snapshot holding it is protected. */
-    atomic_store_explicit(&t->state, VMT_THREAD_TERMINATED, memory_order_release);
+    vmt__thread_set_terminated(t);
     vmt__registry_remove(t, false);
     atomic_store_explicit(&t->done, 1, memory_order_release);
     atomic_store_explicit(&t->user_refs, 0, memory_order_relaxed);
