@@ -19,8 +19,9 @@
  * issue #16 <= 1.1x the floor at 1000 and 10,000 threads (medians). Also measured, interleaved
  * with each other: ThreadInfo of all threads without and with stacks, dumpAllThreads with
  * locks and stacks (these three as Java's, without CPU times), ThreadInfo with vmthread's CPU
- * times, all ids, allocated bytes of all (when jemalloc is the allocator), the deadlock scan,
- * and a full text dump. Issue #12 asks each to cost per thread at 10,000
+ * times, all ids, allocated bytes of all (when jemalloc is the allocator) with its floor
+ * (alloc_counter_floor: one read of each thread's jemalloc counter through a pointer the thread
+ * took itself, no runtime in between), the deadlock scan, and a full text dump. Issue #12 asks each to cost per thread at 10,000
  * threads <= 1.1x what it costs at 1000. One sample is one whole call, in ns of wall time; the
  * JSON rows carry "threads", "per_thread_ns" (p50 / threads), "cpu_per_thread_ns" (the p50
  * of the calling thread's CPU time over the same calls, / threads: every vmthread call runs on
@@ -61,6 +62,7 @@ typedef struct parked {
   vmt_thread_t *t;
   clockid_t clock;
   pid_t tid;
+  const uint64_t *allocated;   /* jemalloc's counter of the thread (its TLS), or NULL */
   _Atomic(const vframe_t *) top;   /* innermost frame, published before the thread parks */
 } parked_t;
 
@@ -81,9 +83,18 @@ static void park_deep(parked_t *p, int level, const vframe_t *caller) {
   atomic_store_explicit(&p->top, NULL, memory_order_release);
 }
 
+/* jemalloc's control call: the benchmark links jemalloc (//:vmthread), which may not be the
+ * allocator (sanitizer builds): then the floor below is not measured. */
+int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen);
+
 static void *park_body(void *arg) {
   parked_t *p = arg;
   pthread_getcpuclockid(pthread_self(), &p->clock);
+  uint64_t *a = NULL;
+  size_t sz = sizeof(a);
+  if (vmt_mx_is_thread_allocated_memory_supported() &&
+      mallctl("thread.allocatedp", &a, &sz, NULL, 0) == 0)
+    p->allocated = a;
   park_deep(p, 0, NULL);
   return NULL;
 }
@@ -298,6 +309,22 @@ static int64_t sweep_allocated(ctx_t *c) {
   return t1 - t0;
 }
 
+/* The floor of allocated_bytes_all: one read of each thread's own jemalloc counter, through
+ * pointers the threads took themselves, in id order. The counters lie in the threads' TLS, one
+ * stack mapping (and so one page) per thread: what this loop pays at 10,000 threads for TLB and
+ * cache misses, any reader of those counters pays. */
+static int64_t sweep_alloc_floor(ctx_t *c) {
+  uint64_t acc = 0;
+  int64_t t0 = vmtb_now_ns();
+  for (int i = 0; i < c->n; i++) {
+    if (i + 16 < c->n && c->ps[i + 16].allocated) __builtin_prefetch(c->ps[i + 16].allocated);
+    if (c->ps[i].allocated) acc += __atomic_load_n(c->ps[i].allocated, __ATOMIC_RELAXED);
+  }
+  int64_t t1 = vmtb_now_ns();
+  VMTB_SINK(acc);
+  return t1 - t0;
+}
+
 /* findDeadlockedThreads (monitors and synchronizers). */
 static int64_t sweep_deadlocks(ctx_t *c) {
   int64_t *ids = NULL;
@@ -437,7 +464,7 @@ static void run_size(const vmtb_options_t *opts, int n) {
     vmtb_note(opts, "  proc_sweep / cpu_time_sweep = %.1fx (want >= 15 at 1000)",
               cpu[3].result.p50 / cpu[0].result.p50);
 
-  variant_t rest[9] = {{.name = "thread_info_all", .sweep = sweep_thread_info},
+  variant_t rest[10] = {{.name = "thread_info_all", .sweep = sweep_thread_info},
                        {.name = "thread_info_all_cpu", .sweep = sweep_thread_info_cpu},
                        {.name = "thread_info_all_stacks", .sweep = sweep_thread_info_stacks,
                         .stacks = true},
@@ -446,8 +473,9 @@ static void run_size(const vmtb_options_t *opts, int n) {
                        {.name = "all_ids", .sweep = sweep_all_ids},
                        {.name = "deadlock_scan", .sweep = sweep_deadlocks},
                        {.name = "dump", .sweep = sweep_dump, .stacks = true},
-                       {.name = "allocated_bytes_all", .sweep = sweep_allocated}};
-  int nrest = 8;
+                       {.name = "allocated_bytes_all", .sweep = sweep_allocated},
+                       {.name = "alloc_counter_floor", .sweep = sweep_alloc_floor}};
+  int nrest = 9;
   if (!vmt_mx_is_thread_allocated_memory_supported()) {
     nrest = 7;
     vmtb_note(opts, "  allocated bytes: unsupported (jemalloc is not the allocator)");

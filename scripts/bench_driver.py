@@ -294,10 +294,17 @@ HEADLINE_GROWTH = (
     + [("management: %s per thread, 10,000 / 1000 threads" % op,
         "management", op, None, 1000, 10000, 1.1, "#12")
        for op in MANAGEMENT_PLAIN_CALLS]
+    # Allocated bytes over its floor's growth too: one read of each thread's jemalloc counter,
+    # which lies in that thread's TLS, one page per thread, so that at 10,000 threads the reads
+    # alone miss the TLB (bench/management.c alloc_counter_floor). The flat line above stays.
+    + [("management: allocated_bytes_all per thread, 10,000 / 1000 threads, over its counter "
+        "reads' growth", "management", "allocated_bytes_all", "alloc_counter_floor", 1000, 10000,
+        1.1, "#12")]
     # The raw growth of the clock-reading calls and of the floors, for the record.
     + [("management: %s per thread, 10,000 / 1000 threads (raw)" % op,
         "management", op, None, 1000, 10000, None, "#12")
-       for op in MANAGEMENT_CLOCK_CALLS + ["bare_clock_sweep", "raw_clock_sweep"]])
+       for op in MANAGEMENT_CLOCK_CALLS + ["bare_clock_sweep", "raw_clock_sweep",
+                                           "alloc_counter_floor"]])
 
 # Single values an issue bounds (an extra key of one row): (label, (bench, variant, key) or
 # (bench, variant, key, {extra key: value}), comparison, limit, source); comparison None:
