@@ -16,8 +16,8 @@
  *
  * Second part, the registry under readers: with 1000 live threads parked, one thread starts
  * and joins threads (start+join per sample) while another thread either does nothing, spins
- * without touching memory, runs the walk's loop over private copies of the records (same
- * instructions and footprint, nothing shared: the control), walks the registry in a loop (what
+ * without touching memory, runs the walk's loop over private copies of the snapshot's ids and
+ * hot cells (same instructions and footprint, nothing shared: the control), walks the registry in a loop (what
  * getAllThreadIds does: protect the current snapshot, copy the listed ids, release), or does
  * either walk once per millisecond. On this 2-core machine any busy thread takes CPU and cache
  * from the starts, and any thread waking 1000 times a second disturbs them; the registry's own
@@ -191,7 +191,7 @@ static int64_t collect_ids(const vmt__snapshot_t *s) {
   int64_t *ids = malloc((s->count + 1) * sizeof(*ids));
   size_t n = 0;
   for (size_t i = 0; i < s->count; i++)
-    if (vmt__thread_is_listed(s->threads[i])) ids[n++] = s->threads[i]->id;
+    if (vmt__hot_is_listed(s->hot[i])) ids[n++] = s->ids[i];
   int64_t sum = 0;
   for (size_t i = 0; i < n; i++) sum += ids[i];
   free(ids);
@@ -205,21 +205,25 @@ static int64_t walk_ids(void) {
   return sum;
 }
 
-/* The control for the walker: the same loop over private copies of the records (same memory
- * footprint and instructions, nothing shared with the starts, no protection). */
+/* The control for the walker: the same loop over private copies of the snapshot's id and hot
+ * cell arrays and of the cells (same memory footprint and instructions, nothing shared with
+ * the starts, no protection). */
 static vmt__snapshot_t *private_snapshot;
 
 static void make_private_snapshot(void) {
   const vmt__snapshot_t *s = vmt__registry_acquire();
-  vmt_thread_t **copies = malloc((s->count + 1) * sizeof(*copies));
+  int64_t *ids = malloc((s->count + 1) * sizeof(*ids));
+  struct vmt__thread_hot **hot = malloc((s->count + 1) * sizeof(*hot));
+  struct vmt__thread_hot *cells = aligned_alloc(64, (s->count + 2) * sizeof(*cells));
   private_snapshot = calloc(1, sizeof(*private_snapshot));
   private_snapshot->count = s->count;
   for (size_t i = 0; i < s->count; i++) {
-    vmt_thread_t *copy = malloc(sizeof(*copy));
-    memcpy(copy, s->threads[i], sizeof(*copy));
-    copies[i] = copy;
+    ids[i] = s->ids[i];
+    memcpy(&cells[i], s->hot[i], sizeof(cells[i]));
+    hot[i] = &cells[i];
   }
-  private_snapshot->threads = copies;
+  private_snapshot->ids = ids;
+  private_snapshot->hot = hot;
   vmt__registry_release(s);
 }
 
