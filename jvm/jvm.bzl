@@ -137,6 +137,14 @@ def vmthread_jvm():
         name = "jvm_test",
         size = "medium",  # five JVMs (host, client, jcmd, jemalloc run), about 10 s here
         srcs = ["test/jvm_test.sh"],
+        # Outside the sandbox, in the machine's PID namespace. HotSpot puts its attach socket at
+        # /tmp/.java_pid<pid> whatever TMPDIR says, and each sandbox is a PID namespace of its
+        # own, so two sandboxed runs at once (--runs_per_test, another checkout's suite) had
+        # JVMs with the same small pid and one socket path between them: jcmd reached the other
+        # JVM or lost its own ("Premature EOF"). Here pids, and so the paths, are unique. (A
+        # private tmpfs /tmp for every test, tried before, breaks a checkout under /tmp: the
+        # sandbox then cannot mount the source tree.)
+        tags = ["no-sandbox"],
         args = args + select({
             "//build:asan": ["--sanitizer=asan"],
             "//build:tsan": ["--sanitizer=tsan"],
