@@ -602,10 +602,13 @@ static void synchronizer_wait_reports_the_synchronizer_and_its_owner(void **stat
 
 /* java.lang.Thread.State.WAITING names Thread.join with no timeout among the calls that make a
  * thread WAITING, and ThreadInfo.getWaitedCount counts it (HotSpot: join waits on the Thread
- * object; measured here with JDK 17 and 25: a joiner is WAITING with waitedCount 1). A thread
- * in vmt_thread_join on a thread that has not ended is WAITING, counted as a wait, with its
- * time while contention monitoring is on, and RUNNABLE again once the join returned. Joining a
- * thread that has already ended does not wait (Java: join returns at once, isAlive() is false). */
+ * object; measured here with JDK 17 and 25: a joiner is WAITING with waitedCount 1, and its
+ * ThreadInfo names the joined Thread as its lock, "java.lang.Thread@<its identity hash>", with
+ * lockOwnerId -1; the same for join(ms), TIMED_WAITING). A thread in vmt_thread_join on a
+ * thread that has not ended is WAITING, counted as a wait, with its time while contention
+ * monitoring is on, waiting on the joined thread ("vmt.Thread", its id as the identity, no
+ * owner), and RUNNABLE again once the join returned. Joining a thread that has already ended
+ * does not wait (Java: join returns at once, isAlive() is false). */
 static void joining_thread_is_waiting_and_counts_a_wait(void **state) {
   (void)state;
   assert_int_equal(vmt_mx_set_thread_contention_monitoring_enabled(true), 0);
@@ -615,7 +618,10 @@ static void joining_thread_is_waiting_and_counts_a_wait(void **state) {
   vmt_thread_t *t = start_named("joiner", false, join_target, &j);
   int64_t id = vmt_thread_id(t);
   vmt_thread_info_t *info = await_info_state(id, VMT_THREAD_WAITING);
-  expect_no_lock(info);
+  assert_non_null(info->lock);
+  assert_string_equal(info->lock->class_name, "vmt.Thread");
+  assert_int_equal(info->lock->identity_hash, (int32_t)vmt_thread_id(target));
+  assert_int_equal(info->lock_owner_id, -1);
   assert_int_equal(info->waited_count, 1);
   assert_true(info->waited_time_ns >= 0);
   assert_int_equal(info->blocked_count, 0);

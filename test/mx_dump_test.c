@@ -194,7 +194,11 @@ static void dump_names_the_kind_of_each_wait(void **state) {
     assert_non_null(end);
     snprintf(line, sizeof(line), "java.lang.Thread.State: %s\n", k[i].line);
     const char *at = strstr(blk, line), *status = strstr(blk, k[i].status);
-    if (at == NULL || at > end || status == NULL || status > end) {
+    /* The lock it waits on, as jstack's "- waiting on <...> (a java.lang.Thread)" for a join. */
+    char lock[64] = "";
+    if (k[i].lock_class) snprintf(lock, sizeof(lock), "(a %s)", k[i].lock_class);
+    const char *lk = lock[0] ? strstr(blk, lock) : blk;
+    if (at == NULL || at > end || status == NULL || status > end || lk == NULL || lk > end) {
       print_message("%s: want \"%s\" and \"%s\" in:\n%.*s\n", k[i].name, k[i].status,
                     k[i].line, (int)(end - blk), blk);
       wrong++;

@@ -87,6 +87,17 @@ static void each_wait_has_its_bits(void **state) {
     vmt_thread_info_t *ti = info_of(w.t[i]);
     if (ti->state_bits != k[i].bits)
       fail_msg("%s: bits 0x%x, want 0x%x", k[i].name, ti->state_bits, k[i].bits);
+    const char *cls = ti->lock ? ti->lock->class_name : NULL;
+    if ((cls == NULL) != (k[i].lock_class == NULL) || (cls && strcmp(cls, k[i].lock_class)))
+      fail_msg("%s: lock %s, want %s", k[i].name, cls ? cls : "none",
+               k[i].lock_class ? k[i].lock_class : "none");
+    if (i == 4 || i == 5) {
+      /* A joiner names the thread it joins, a lock nobody owns (Java: join is wait() on the
+       * Thread, whose monitor the waiter released). */
+      vmt_thread_t *joined = w.target[i - 4];
+      assert_int_equal(ti->lock->identity_hash, (int32_t)vmt_thread_id(joined));
+      assert_int_equal(ti->lock_owner_id, -1);
+    }
     vmt_mx_thread_info_free(ti);
   }
   /* A pending interrupt is in the bits whatever the state: the targets are RUNNABLE (in a

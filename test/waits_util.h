@@ -29,6 +29,9 @@ typedef struct wait_kind {
   uint32_t bits;             /* ThreadInfo.state_bits */
   const char *status;        /* jstack's header word */
   const char *line;          /* jstack's state line, after "java.lang.Thread.State: " */
+  const char *lock_class;    /* ThreadInfo.lock's class (Java: LockInfo), NULL for none; a
+                                join waits on the joined thread (Java: the Thread object,
+                                jstack's "- waiting on <...> (a java.lang.Thread)") */
 } wait_kind_t;
 
 static inline void *waits_sleep(void *arg) { (void)arg; vmt_sleep_ns(WAITS_LONG_NS); return NULL; }
@@ -80,26 +83,26 @@ static inline void *waits_enter(void *arg) {
 static inline const wait_kind_t *wait_kinds(void) {
   static const wait_kind_t kinds[WAITS_N] = {
       {"w-sleep", waits_sleep, VMT_THREAD_TIMED_WAITING, WAITS_TIMED | VMT_THREAD_STATE_SLEEPING,
-       "waiting on condition", "TIMED_WAITING (sleeping)"},
+       "waiting on condition", "TIMED_WAITING (sleeping)", NULL},
       {"w-park", waits_park, VMT_THREAD_WAITING, WAITS_UNTIMED | VMT_THREAD_STATE_PARKED,
-       "waiting on condition", "WAITING (parking)"},
+       "waiting on condition", "WAITING (parking)", NULL},
       {"w-park-nanos", waits_park_nanos, VMT_THREAD_TIMED_WAITING,
-       WAITS_TIMED | VMT_THREAD_STATE_PARKED, "waiting on condition", "TIMED_WAITING (parking)"},
+       WAITS_TIMED | VMT_THREAD_STATE_PARKED, "waiting on condition", "TIMED_WAITING (parking)", NULL},
       {"w-sync", waits_sync_lock, VMT_THREAD_WAITING, WAITS_UNTIMED | VMT_THREAD_STATE_PARKED,
-       "waiting on condition", "WAITING (parking)"},
+       "waiting on condition", "WAITING (parking)", "vmt.Synchronizer"},
       {"w-join", waits_join, VMT_THREAD_WAITING, WAITS_UNTIMED | VMT_THREAD_STATE_IN_OBJECT_WAIT,
-       "in Object.wait()", "WAITING (on object monitor)"},
+       "in Object.wait()", "WAITING (on object monitor)", "vmt.Thread"},
       {"w-timed-join", waits_timed_join, VMT_THREAD_TIMED_WAITING,
        WAITS_TIMED | VMT_THREAD_STATE_IN_OBJECT_WAIT, "in Object.wait()",
-       "TIMED_WAITING (on object monitor)"},
+       "TIMED_WAITING (on object monitor)", "vmt.Thread"},
       {"w-wait", waits_wait, VMT_THREAD_WAITING, WAITS_UNTIMED | VMT_THREAD_STATE_IN_OBJECT_WAIT,
-       "in Object.wait()", "WAITING (on object monitor)"},
+       "in Object.wait()", "WAITING (on object monitor)", "vmt.Monitor"},
       {"w-timed-wait", waits_timed_wait, VMT_THREAD_TIMED_WAITING,
        WAITS_TIMED | VMT_THREAD_STATE_IN_OBJECT_WAIT, "in Object.wait()",
-       "TIMED_WAITING (on object monitor)"},
+       "TIMED_WAITING (on object monitor)", "vmt.Monitor"},
       {"w-enter", waits_enter, VMT_THREAD_BLOCKED,
        VMT_THREAD_STATE_ALIVE | VMT_THREAD_STATE_BLOCKED_ON_MONITOR_ENTER,
-       "waiting for monitor entry", "BLOCKED (on object monitor)"},
+       "waiting for monitor entry", "BLOCKED (on object monitor)", "vmt.Monitor"},
   };
   return kinds;
 }

@@ -41,7 +41,8 @@ VMT_EXPORT void vmt_mx_ids_free(int64_t *ids);
 
 /* ---- ThreadInfo ------------------------------------------------------------------------ */
 typedef struct vmt_lock_info {
-  char *class_name;        /* "vmt.Monitor" or "vmt.Synchronizer" */
+  char *class_name;        /* "vmt.Monitor", "vmt.Synchronizer", "vmt.Thread" (a joined thread:
+                              Java's join waits on the Thread) or a park blocker's class */
   char *name;              /* display name "name@hexid" (Java: LockInfo.toString) */
   int32_t identity_hash;   /* stable identity shown in hex */
 } vmt_lock_info_t;

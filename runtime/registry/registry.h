@@ -52,6 +52,9 @@ struct vmt__thread_sync {
   _Atomic(struct vmt_monitor *) blocked_on;   /* contended enter in progress (BLOCKED) */
   _Atomic(struct vmt_monitor *) waiting_on;   /* in vmt_monitor_wait */
   _Atomic(struct vmt_sync *) parked_on;       /* waiting to acquire a synchronizer */
+  /* joining the thread named (an interruptible or timed join: Java's Object.wait on the
+   * Thread, whose ThreadInfo names that Thread as its lock); the joiner holds a reference */
+  _Atomic(struct vmt_thread *) joining;
   _Atomic uint64_t blocked_count;
   _Atomic uint64_t waited_count;
   _Atomic int64_t blocked_ns;

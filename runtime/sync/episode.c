@@ -53,7 +53,7 @@ static void publish(vmt_thread_t *t, const vmt__episode_t *ep) {
 
 /* Inside t's write section: what begin() publishes for kind. */
 static void enter_state(vmt_thread_t *t, const vmt__episode_t *ep, struct vmt__lock *l,
-                        bool timed) {
+                        vmt_thread_t *target, bool timed) {
   int state = timed ? VMT_THREAD_TIMED_WAITING : VMT_THREAD_WAITING;
   switch (ep->kind) {
     case VMT__EP_ENTER:
@@ -74,6 +74,7 @@ static void enter_state(vmt_thread_t *t, const vmt__episode_t *ep, struct vmt__l
       bump(&t->sync.waited_count);
       break;
     case VMT__EP_JOIN:
+      atomic_store_explicit(&t->sync.joining, target, VMT__SEQ_W);
       bump(&t->sync.waited_count);
       break;
     case VMT__EP_SLEEP:
@@ -100,8 +101,10 @@ static void leave_state(vmt_thread_t *t, const vmt__episode_t *ep, bool keep_tim
     case VMT__EP_PARK:
       atomic_store_explicit(&t->sync.parking, false, VMT__SEQ_W);
       break;
-    case VMT__EP_SLEEP:
     case VMT__EP_JOIN:
+      atomic_store_explicit(&t->sync.joining, NULL, VMT__SEQ_W);
+      break;
+    case VMT__EP_SLEEP:
       break;
   }
   if (keep_time) {
@@ -121,7 +124,16 @@ void vmt__episode_begin(vmt_thread_t *t, vmt__episode_t *ep, vmt__episode_kind_t
   start_timer(ep, kind);
   if (!records(t)) return;
   uint32_t s = vmt__seq_begin(&t->sync.seq);
-  enter_state(t, ep, l, timed);
+  enter_state(t, ep, l, NULL, timed);
+  vmt__seq_end(&t->sync.seq, s);
+}
+
+void vmt__episode_begin_join(vmt_thread_t *t, vmt__episode_t *ep, vmt_thread_t *target,
+                             bool timed) {
+  start_timer(ep, VMT__EP_JOIN);
+  if (!records(t)) return;
+  uint32_t s = vmt__seq_begin(&t->sync.seq);
+  enter_state(t, ep, NULL, target, timed);
   vmt__seq_end(&t->sync.seq, s);
 }
 
@@ -163,6 +175,6 @@ void vmt__episode_reenter(vmt_thread_t *t, vmt__episode_t *ep, struct vmt__lock 
   if (!records(t)) return;
   uint32_t s = vmt__seq_begin(&t->sync.seq);
   leave_state(t, &wait, keep_time, d);
-  enter_state(t, ep, l, false);
+  enter_state(t, ep, l, NULL, false);
   vmt__seq_end(&t->sync.seq, s);
 }

@@ -83,11 +83,12 @@ static void event_wait_end(void *arg) {
   vmt__episode_end(w->self, &w->ep, NULL, NULL);
 }
 
-int vmt__wait_for_event(vmt_thread_t *self, _Atomic uint32_t *word, int64_t deadline_ns) {
+static int wait_for_event(vmt_thread_t *self, vmt_thread_t *target, _Atomic uint32_t *word,
+                          int64_t deadline_ns) {
   if (atomic_load_explicit(word, memory_order_acquire) & VMT__EVENT_PERMIT) return 0;
   if (vmt__interrupt_consume(self)) return -EINTR;
   event_wait_t w = {.self = self};
-  vmt__episode_begin(self, &w.ep, VMT__EP_JOIN, NULL, deadline_ns != VMT_OS_NO_DEADLINE);
+  vmt__episode_begin_join(self, &w.ep, target, deadline_ns != VMT_OS_NO_DEADLINE);
   if (self) atomic_store_explicit(&self->sync.wake_word, word, memory_order_seq_cst);
   int rc = 0;
   pthread_cleanup_push(event_wait_end, &w);
@@ -106,4 +107,12 @@ int vmt__wait_for_event(vmt_thread_t *self, _Atomic uint32_t *word, int64_t dead
   }
   pthread_cleanup_pop(1);
   return rc;
+}
+
+int vmt__wait_for_event(vmt_thread_t *self, _Atomic uint32_t *word, int64_t deadline_ns) {
+  return wait_for_event(self, NULL, word, deadline_ns);
+}
+
+int vmt__wait_for_exit(vmt_thread_t *self, vmt_thread_t *target, int64_t deadline_ns) {
+  return wait_for_event(self, target, &target->exit_event, deadline_ns);
 }

@@ -30,6 +30,9 @@
 
 #include "runtime/sync/sync_impl.h"
 
+/* The class a joined thread is named by as a lock (include/vmthread/management.h). */
+#define VMT__THREAD_LOCK_CLASS "vmt.Thread"
+
 /* Inside a read section: accumulated blocked and waited time, the running episode's included;
  * -1 while contention monitoring is off. */
 static void read_times(vmt_thread_t *t, uint64_t epoch, int64_t *blocked, int64_t *waited) {
@@ -83,6 +86,16 @@ static int64_t fill_blocker(struct vmt__thread_cold *c, vmt__lock_desc_t *d) {
   return atomic_load_explicit(&c->blocker_owner, VMT__SEQ_R);
 }
 
+/* A joined thread as the lock its joiner waits on: "vmt.Thread@<id in hex>", the id as its
+ * identity (Java: java.lang.Thread@<identity hash>). */
+static void fill_thread(const vmt_thread_t *joined, vmt__lock_desc_t *d) {
+  snprintf(d->class_name, sizeof(d->class_name), "%s", VMT__THREAD_LOCK_CLASS);
+  d->identity = (int32_t)joined->id;
+  snprintf(d->name, sizeof(d->name), "%s@%llx", d->class_name, (unsigned long long)joined->id);
+  d->is_sync = false;
+  d->depth = -1;
+}
+
 int vmt__thread_lock_info(struct vmt_thread *t, bool want_held, vmt__thread_lock_info_t *out) {
   if (t == NULL || out == NULL) return -EINVAL;
   memset(out, 0, sizeof(*out));
@@ -106,10 +119,16 @@ int vmt__thread_lock_info(struct vmt_thread *t, bool want_held, vmt__thread_lock
       l = (struct vmt__lock *)atomic_load_explicit(&t->sync.parked_on, VMT__SEQ_R);
     owner_token = 0;
     blocker_owner = 0;
+    vmt_thread_t *joined;
     if (l != NULL) {
       copy.has_lock = true;
       vmt__lock_fill_desc(l, &copy.lock);
       owner_token = atomic_load_explicit(&l->owner, VMT__SEQ_R);
+    } else if ((joined = atomic_load_explicit(&t->sync.joining, VMT__SEQ_R)) != NULL) {
+      /* Java's join waits on the Thread's monitor, which nobody owns meanwhile. The joiner
+       * holds a reference on the record, and the sequence check below covers the id read. */
+      copy.has_lock = true;
+      fill_thread(joined, &copy.lock);
     } else if (atomic_load_explicit(&t->sync.parking, VMT__SEQ_R) &&
                atomic_load_explicit(&t->cold->blocker_set, VMT__SEQ_R)) {
       copy.has_lock = true;

@@ -58,6 +58,9 @@ bool vmt__monitor_keep(vmt_thread_t *t);
  * (TIMED_WAITING with a deadline) and the wait counts in its waited count, as Java's join (an
  * Object.wait) does. 0, -ETIMEDOUT, -EINTR (the interrupt status cleared). */
 int vmt__wait_for_event(vmt_thread_t *self, _Atomic uint32_t *word, int64_t deadline_ns);
+/* The same for a join of `target` (its exit_event), which self's ThreadInfo names as the lock
+ * it waits on while it sleeps (Java: the Thread object). self holds a reference on target. */
+int vmt__wait_for_exit(vmt_thread_t *self, vmt_thread_t *target, int64_t deadline_ns);
 /* The deadline of a relative timeout: VMT_OS_NO_DEADLINE for VMT_TIMEOUT_INFINITE or past the
  * clock's range; now for timeout_ns <= 0 (lock.c). */
 int64_t vmt__deadline_after_or_now(int64_t timeout_ns);

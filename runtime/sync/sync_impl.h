@@ -313,6 +313,10 @@ typedef struct vmt__episode {
 /* Publishes the state change. */
 void vmt__episode_begin(vmt_thread_t *t, vmt__episode_t *ep, vmt__episode_kind_t kind,
                         struct vmt__lock *l, bool timed);
+/* A join's episode (VMT__EP_JOIN): the joined thread is published with the state, as the
+ * lock the joiner's ThreadInfo names. */
+void vmt__episode_begin_join(vmt_thread_t *t, vmt__episode_t *ep, vmt_thread_t *target,
+                             bool timed);
 /* Back to RUNNABLE; adds the time to t (and, for an enter, to l's blocked time); when push is
  * not NULL, pushes it on t's held list in the same write. */
 void vmt__episode_end(vmt_thread_t *t, vmt__episode_t *ep, struct vmt__lock *l,

@@ -55,7 +55,7 @@ static __attribute__((noinline)) void sleep_on_exit_event(join_claim_t *c) {
   pthread_cleanup_push(join_cancelled, c);
   atomic_fetch_add_explicit(&c->t->join_sleepers, 1, memory_order_seq_cst);
   c->sleeping = true;
-  c->rc = vmt__wait_for_event(c->self, &c->t->exit_event, c->deadline_ns);
+  c->rc = vmt__wait_for_exit(c->self, c->t, c->deadline_ns);
   atomic_fetch_sub_explicit(&c->t->join_sleepers, 1, memory_order_relaxed);
   c->sleeping = false;
   pthread_cleanup_pop(0);
