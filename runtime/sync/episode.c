@@ -119,22 +119,23 @@ static void leave_state(vmt_thread_t *t, const vmt__episode_t *ep, bool keep_tim
   publish(t, NULL);
 }
 
-void vmt__episode_begin(vmt_thread_t *t, vmt__episode_t *ep, vmt__episode_kind_t kind,
-                        struct vmt__lock *l, bool timed) {
+static void begin(vmt_thread_t *t, vmt__episode_t *ep, vmt__episode_kind_t kind,
+                  struct vmt__lock *l, vmt_thread_t *target, bool timed) {
   start_timer(ep, kind);
   if (!records(t)) return;
   uint32_t s = vmt__seq_begin(&t->sync.seq);
-  enter_state(t, ep, l, NULL, timed);
+  enter_state(t, ep, l, target, timed);
   vmt__seq_end(&t->sync.seq, s);
+}
+
+void vmt__episode_begin(vmt_thread_t *t, vmt__episode_t *ep, vmt__episode_kind_t kind,
+                        struct vmt__lock *l, bool timed) {
+  begin(t, ep, kind, l, NULL, timed);
 }
 
 void vmt__episode_begin_join(vmt_thread_t *t, vmt__episode_t *ep, vmt_thread_t *target,
                              bool timed) {
-  start_timer(ep, VMT__EP_JOIN);
-  if (!records(t)) return;
-  uint32_t s = vmt__seq_begin(&t->sync.seq);
-  enter_state(t, ep, NULL, target, timed);
-  vmt__seq_end(&t->sync.seq, s);
+  begin(t, ep, VMT__EP_JOIN, NULL, target, timed);
 }
 
 /* An enter episode ends with the lock acquired (it has no deadline): only the owner writes, so

@@ -1,6 +1,6 @@
 /*
  * runtime/sync/interrupt.c: Thread.interrupt, isInterrupted and interrupted, and the
- * interruptible wait that join uses (vmt__wait_for_event, sync.h).
+ * interruptible wait that join uses (vmt__wait_for_exit, sync.h).
  *
  * The status is a word in the record (t->sync.interrupted). Interrupting sets it, then makes
  * every word the thread may sleep on change and wakes it: its event word (park, sleep: poked
@@ -83,8 +83,8 @@ static void event_wait_end(void *arg) {
   vmt__episode_end(w->self, &w->ep, NULL, NULL);
 }
 
-static int wait_for_event(vmt_thread_t *self, vmt_thread_t *target, _Atomic uint32_t *word,
-                          int64_t deadline_ns) {
+int vmt__wait_for_exit(vmt_thread_t *self, vmt_thread_t *target, int64_t deadline_ns) {
+  _Atomic uint32_t *word = &target->exit_event;
   if (atomic_load_explicit(word, memory_order_acquire) & VMT__EVENT_PERMIT) return 0;
   if (vmt__interrupt_consume(self)) return -EINTR;
   event_wait_t w = {.self = self};
@@ -107,12 +107,4 @@ static int wait_for_event(vmt_thread_t *self, vmt_thread_t *target, _Atomic uint
   }
   pthread_cleanup_pop(1);
   return rc;
-}
-
-int vmt__wait_for_event(vmt_thread_t *self, _Atomic uint32_t *word, int64_t deadline_ns) {
-  return wait_for_event(self, NULL, word, deadline_ns);
-}
-
-int vmt__wait_for_exit(vmt_thread_t *self, vmt_thread_t *target, int64_t deadline_ns) {
-  return wait_for_event(self, target, &target->exit_event, deadline_ns);
 }

@@ -52,14 +52,12 @@ void vmt__monitor_adopt(vmt_thread_t *to, vmt_thread_t *from);
 bool vmt__monitor_keep(vmt_thread_t *t);
 
 /* ---- What the thread package calls for join (interrupt.c) ------------------------------ *
- * Waits until (*word & VMT__EVENT_PERMIT) != 0 (word is type-stable: a record's exit_event),
+ * Waits until (target->exit_event & VMT__EVENT_PERMIT) != 0 (a record's word: type-stable),
  * the deadline (CLOCK_MONOTONIC ns, VMT_OS_NO_DEADLINE) passes, or self is interrupted
  * (self may be NULL: a thread without record cannot be). While it sleeps, self is WAITING
- * (TIMED_WAITING with a deadline) and the wait counts in its waited count, as Java's join (an
- * Object.wait) does. 0, -ETIMEDOUT, -EINTR (the interrupt status cleared). */
-int vmt__wait_for_event(vmt_thread_t *self, _Atomic uint32_t *word, int64_t deadline_ns);
-/* The same for a join of `target` (its exit_event), which self's ThreadInfo names as the lock
- * it waits on while it sleeps (Java: the Thread object). self holds a reference on target. */
+ * (TIMED_WAITING with a deadline), the wait counts in its waited count, as Java's join (an
+ * Object.wait on the Thread) does, and its ThreadInfo names target as the lock it waits on.
+ * self holds a reference on target. 0, -ETIMEDOUT, -EINTR (the interrupt status cleared). */
 int vmt__wait_for_exit(vmt_thread_t *self, vmt_thread_t *target, int64_t deadline_ns);
 /* The deadline of a relative timeout: VMT_OS_NO_DEADLINE for VMT_TIMEOUT_INFINITE or past the
  * clock's range; now for timeout_ns <= 0 (lock.c). */
