@@ -91,6 +91,9 @@ struct vmt__thread_sync {
    * after its last detach while its thread still holds locks (runtime/sync/sync.h). */
   bool silent;
   _Atomic bool parking;                       /* in a park (its blocker is its lock) */
+  /* A park blocker is set (vmt_thread_set_park_blocker; its contents are in the cold block):
+   * here, so that a ThreadInfo of a thread parked without one never reads the cold block. */
+  _Atomic bool blocker_set;
 };
 
 /* Per-thread state of the VM services (runtime/vmservices/), except the execution state and
@@ -143,8 +146,8 @@ struct vmt__thread_cold {
   /* runtime/thread/start.c: the timer slack a started thread sets as it starts (0: none). */
   int64_t timer_slack_ns;
   /* runtime/sync/park.c: the park blocker (vmt_thread_set_park_blocker), written by the thread
-   * inside t->sync.seq's write sections, copied by readers under it (lock_info.c). */
-  _Atomic bool blocker_set;
+   * inside t->sync.seq's write sections, copied by readers under it (lock_info.c) when
+   * t->sync.blocker_set says there is one. */
   _Atomic int32_t blocker_hash;
   _Atomic int64_t blocker_owner;
   _Atomic uint64_t blocker_class[(VMT_PARK_BLOCKER_CLASS_MAX + 1 + 7) / 8];

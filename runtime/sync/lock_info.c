@@ -130,7 +130,7 @@ int vmt__thread_lock_info(struct vmt_thread *t, bool want_held, vmt__thread_lock
       copy.has_lock = true;
       fill_thread(joined, &copy.lock);
     } else if (atomic_load_explicit(&t->sync.parking, VMT__SEQ_R) &&
-               atomic_load_explicit(&t->cold->blocker_set, VMT__SEQ_R)) {
+               atomic_load_explicit(&t->sync.blocker_set, VMT__SEQ_R)) {
       copy.has_lock = true;
       blocker_owner = fill_blocker(t->cold, &copy.lock);
     }

@@ -111,7 +111,7 @@ int vmt_thread_set_park_blocker(const vmt_park_blocker_t *blocker) {
     atomic_store_explicit(&c->blocker_hash, blocker->identity_hash, VMT__SEQ_W);
     atomic_store_explicit(&c->blocker_owner, blocker->owner_id, VMT__SEQ_W);
   }
-  atomic_store_explicit(&c->blocker_set, blocker != NULL, VMT__SEQ_W);
+  atomic_store_explicit(&t->sync.blocker_set, blocker != NULL, VMT__SEQ_W);
   vmt__seq_end(&t->sync.seq, s);
   return 0;
 }
