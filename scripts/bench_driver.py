@@ -272,39 +272,43 @@ HEADLINE_RATIOS = [
 
 # Growth with the thread count (issue #12 item 18: "per-thread cost at 10,000 <= 1.1x that at
 # 1,000"): (label, bench, operation, floor operation or None, small n, large n, limit,
-# source). The value is the operation's cost per thread at large n over that at small n; with a
-# floor, divided by the floor's own growth in the same run. The cost is the calling thread's CPU
-# time per thread (cpu_per_thread_ns: bench/management.c's calls run on the calling thread
-# alone): on a shared machine a call longer than a time slice is preempted in most samples,
-# which inflates the wall-clock p50 of the 1000- and 10,000-thread rows by whatever else runs. Every clock read is a syscall whose
-# kernel side costs more at 10,000 threads (the pid lookup and 10,000 task_structs miss the
-# caches: the inline-syscall loop alone grows by about as much as the calls that read clocks),
-# which no user-space code can take away; the calls that read thread clocks are therefore held
-# to the growth of raw_clock_sweep (the same syscalls, inline); allocated bytes, which reads
-# each thread's jemalloc counter in that thread's TLS (one page per thread: at 10,000 threads
-# the reads alone miss the TLB), to the growth of alloc_counter_floor (those reads and nothing
-# of ours); the calls that read no memory of the threads' own (ThreadInfo as Java's, without
-# CPU times; ids; the deadlock scan) to 1.1x flat. A call whose own work is linear grows
-# by at most the floor's growth, so a line over its limit is super-linear work of ours.
-MANAGEMENT_CLOCK_CALLS = ["cpu_time_sweep", "thread_info_all_cpu", "dump"]
-MANAGEMENT_PLAIN_CALLS = ["thread_info_all", "thread_info_all_stacks", "dump_all_threads",
-                          "all_ids", "deadlock_scan"]
+# source). bench/management.c measures it in paired rounds (run_growth): 1000 threads stay
+# parked while 9000 more start and end every round, and each round measures every call at both
+# sizes within a few seconds (the sizes' own rows, measured once each some seconds apart, moved
+# by 1.03x to 1.64x between runs of the same code with what else ran). The cost is the calling
+# thread's CPU time per thread (the calls run on the calling thread alone: a preempted call
+# would otherwise count whatever else ran). The value is the median over the rounds of the
+# round's ratio (row growth_<op>); with a floor, of the ratio with the floor's extra cost per
+# thread taken off the 10,000 side (row growth_<op>_net_of_<floor>). A floor is the kernel's
+# or the memory's part of the call, the same reads with no runtime in between, which grows
+# with the thread count whatever the runtime does: every clock read is a syscall whose kernel
+# side costs more with 10,000 tasks (the pid lookup and the task_structs miss the caches), so
+# the calls that read thread clocks are held net of raw_clock_sweep (the same syscalls inline);
+# the calls with stacks net of walk_floor (the benchmark's walker reading each thread's frame
+# records on that thread's own stack, one mapping per thread); the text dump, which does both,
+# net of clock_walk_floor; allocated bytes net of alloc_counter_floor (each thread's jemalloc
+# counter, in its TLS). The calls that read nothing of the threads' own memory (ThreadInfo as
+# Java's, without CPU times; ids; the deadlock scan) are held to 1.1x flat. What is left over
+# the limit is the runtime's own work growing faster than the thread count.
+MANAGEMENT_FLOORS = [("cpu_time_sweep", "raw_clock_sweep"),
+                     ("thread_info_all_cpu", "raw_clock_sweep"),
+                     ("dump", "clock_walk_floor"),
+                     ("thread_info_all_stacks", "walk_floor"),
+                     ("dump_all_threads", "walk_floor"),
+                     ("allocated_bytes_all", "alloc_counter_floor")]
+MANAGEMENT_PLAIN_CALLS = ["thread_info_all", "all_ids", "deadlock_scan"]
 HEADLINE_GROWTH = (
-    [("management: %s per thread, 10,000 / 1000 threads, over the inline syscalls' growth" % op,
-      "management", op, "raw_clock_sweep", 1000, 10000, 1.1, "#12")
-     for op in MANAGEMENT_CLOCK_CALLS]
+    [("management: %s per thread, 10,000 / 1000 threads, net of %s's growth" % (op, floor),
+      "management", op, floor, 1000, 10000, 1.1, "#12")
+     for op, floor in MANAGEMENT_FLOORS]
     + [("management: %s per thread, 10,000 / 1000 threads" % op,
         "management", op, None, 1000, 10000, 1.1, "#12")
        for op in MANAGEMENT_PLAIN_CALLS]
-    # Allocated bytes over its floor's growth (bench/management.c alloc_counter_floor).
-    + [("management: allocated_bytes_all per thread, 10,000 / 1000 threads, over its counter "
-        "reads' growth", "management", "allocated_bytes_all", "alloc_counter_floor", 1000, 10000,
-        1.1, "#12")]
     # The raw growth of the calls held to a floor and of the floors, for the record.
     + [("management: %s per thread, 10,000 / 1000 threads (raw)" % op,
         "management", op, None, 1000, 10000, None, "#12")
-       for op in MANAGEMENT_CLOCK_CALLS + ["allocated_bytes_all", "bare_clock_sweep",
-                                           "raw_clock_sweep", "alloc_counter_floor"]])
+       for op in [c for c, _ in MANAGEMENT_FLOORS]
+       + sorted(set(f for _, f in MANAGEMENT_FLOORS))])
 
 # Single values an issue bounds (an extra key of one row): (label, (bench, variant, key) or
 # (bench, variant, key, {extra key: value}), comparison, limit, source); comparison None:
@@ -1055,36 +1059,44 @@ def published(rows):
     return table
 
 
-GROWTH_KEY = "cpu_per_thread_ns"
-
-
-def growth(rows, bench, op_name, small, large):
-    """(per-thread growth from small to large threads, None) or (None, reason)."""
-    a, _, why = lookup(rows, (bench, "%s_%d" % (op_name, large), GROWTH_KEY))
-    b = None
-    if why is None:
-        b, _, why = lookup(rows, (bench, "%s_%d" % (op_name, small), GROWTH_KEY))
-    if why is None and b <= 0:
-        why = "%s/%s_%d %s is %s" % (bench, op_name, small, GROWTH_KEY, b)
-    return (None, why) if why is not None else (a / b, None)
-
-
 def growth_line(rows, label, bench, op_name, floor, small, large, limit, source):
-    """A summary line for one HEADLINE_GROWTH entry."""
+    """A summary line for one HEADLINE_GROWTH entry: the p50 of the paired rounds' row."""
     wanted = "<= %sx" % fmt_num(limit) if limit is not None else "-"
-    g, why = growth(rows, bench, op_name, small, large)
-    fg = None
-    if why is None and floor is not None:
-        fg, why = growth(rows, bench, floor, small, large)
-        if why is None and fg <= 0:
-            why = "%s grew by %s" % (floor, fg)
+    variant = "growth_%s" % op_name + ("_net_of_%s" % floor if floor else "")
+    value, row, why = lookup(rows, (bench, variant, "p50"))
+    if why is None and (row.get("small"), row.get("large")) != (small, large):
+        why = "%s/%s is of %s to %s threads" % (bench, variant, row.get("small"),
+                                                row.get("large"))
     if why is not None:
         return (label, "n/a (%s)" % why, wanted, "n/a", source)
-    value = g / fg if fg else g
-    text = (fmt_ratio(value) + (" (%s %s / %s %s)" % (op_name, fmt_ratio(g), floor, fmt_ratio(fg))
-                                if fg else ""))
+    text = fmt_ratio(value)
+    rounds = "median of %s paired rounds" % row.get("rounds", "?")
+    if floor:
+        g, _, _ = lookup(rows, (bench, "growth_%s" % op_name, "p50"))
+        fg, _, _ = lookup(rows, (bench, "growth_%s" % floor, "p50"))
+        raw = ", ".join("%s %s" % (n, fmt_ratio(v)) for n, v in ((op_name, g), (floor, fg))
+                        if v is not None)
+        text += " (%s%s)" % (rounds, "; raw: " + raw if raw else "")
+    else:
+        text += " (%s)" % rounds
     return (label, text, wanted, verdict(value, "<=" if limit is not None else None, limit),
             source)
+
+
+def hotspot_growth_line(jdk, rows, call, op_name):
+    """HotSpot's own growth per thread from 1000 to 10,000 threads (p50 of each size's one
+    measurement), a report line beside #12's lines for vmthread's."""
+    label = "vs HotSpot %s: %s per thread, 10,000 / 1000 threads, HotSpot's own" % (jdk, call)
+    small, _, why = lookup(rows, ("hotspot_management", "%s_1000" % op_name, "p50"))
+    large = None
+    if why is None:
+        large, _, why = lookup(rows, ("hotspot_management", "%s_10000" % op_name, "p50"))
+    if why is None and small <= 0:
+        why = "HotSpot's p50 at 1000 threads is %s" % small
+    if why is not None:
+        return (label, "n/a (%s)" % why, "-", "n/a", "#12")
+    return (label, "%s (p50 per thread)" % fmt_ratio((large / 10000) / (small / 1000)), "-",
+            "report", "#12")
 
 
 def hotspot_summary(c_rows, jdk_rows):
@@ -1096,8 +1108,10 @@ def hotspot_summary(c_rows, jdk_rows):
         both = c_rows + rows
         for call, op_name, limit in MANAGEMENT_PAIRS:
             major = re.search(r" (\d+)[.+]", jdk.get("name", "") + " ")
-            label = "vs HotSpot %s: %s, HotSpot / vmthread p50, every thread count" % (
-                major.group(1) if major else jdk["label"], call)
+            name = major.group(1) if major else jdk["label"]
+            lines.append(hotspot_growth_line(name, rows, call, op_name))
+            label = "vs HotSpot %s: %s, HotSpot / vmthread p50, every thread count" % (name,
+                                                                                        call)
             wanted = ">= %sx" % fmt_num(limit)
             ratios, missing = [], []
             for n in MANAGEMENT_SIZES:

@@ -217,41 +217,60 @@ class PerJdk(unittest.TestCase):
             d.HOTSPOT_COMPARISON = saved
 
 
-def per_thread(bench, op, n, ns, **extra):
-    return row(bench, "%s_%d" % (op, n), ns * n, threads=n, per_thread_ns=ns,
-               cpu_per_thread_ns=ns, **extra)
+def growth_row(variant, p50, rounds=7, small=1000, large=10000):
+    return row("management", variant, p50, unit="x", rounds=rounds, small=small, large=large)
 
 
 class Growth(unittest.TestCase):
-    def test_clock_calls_are_held_to_the_floors_growth(self):
-        rows = [per_thread("management", "cpu_time_sweep", 1000, 200.0),
-                per_thread("management", "cpu_time_sweep", 10000, 330.0),
-                per_thread("management", "raw_clock_sweep", 1000, 190.0),
-                per_thread("management", "raw_clock_sweep", 10000, 300.0)]
+    def test_clock_calls_are_read_net_of_their_floor(self):
+        rows = [growth_row("growth_cpu_time_sweep_net_of_raw_clock_sweep", 1.04),
+                growth_row("growth_cpu_time_sweep", 1.65),
+                growth_row("growth_raw_clock_sweep", 1.58)]
         line = summary_line(rows, "management: cpu_time_sweep per thread, 10,000 / 1000 "
-                            "threads, over")
-        self.assertEqual(line[3], "PASS")   # 1.65 / 1.58 = 1.045
-        self.assertTrue(line[1].startswith("1.04x (cpu_time_sweep 1.65x / raw_clock_sweep 1.58x"),
+                            "threads, net of raw_clock_sweep")
+        self.assertEqual((line[2], line[3]), ("<= 1.10x", "PASS"))
+        self.assertTrue(line[1].startswith("1.04x (median of 7 paired rounds; raw: "
+                                           "cpu_time_sweep 1.65x, raw_clock_sweep 1.58x"),
                         line[1])
-        rows[1]["cpu_per_thread_ns"] = 400.0    # 2.0 / 1.58 = 1.27
+        rows[0]["p50"] = 1.27
         self.assertEqual(summary_line(rows, "management: cpu_time_sweep per thread, 10,000 / "
-                                      "1000 threads, over")[3], "MISS")
+                                      "1000 threads, net")[3], "MISS")
         raw = summary_line(rows, "management: cpu_time_sweep per thread, 10,000 / 1000 threads "
                            "(raw)")
-        self.assertEqual((raw[1][:5], raw[3]), ("2.00x", "report"))
+        self.assertEqual((raw[1][:5], raw[3]), ("1.65x", "report"))
+        floor = summary_line(rows, "management: raw_clock_sweep per thread, 10,000 / 1000 "
+                             "threads (raw)")
+        self.assertEqual((floor[1][:5], floor[3]), ("1.58x", "report"))
+
+    def test_every_call_with_a_floor_is_held_net_of_the_floor_the_benchmark_measures(self):
+        floors = dict(d.MANAGEMENT_FLOORS)
+        self.assertEqual(floors["dump"], "clock_walk_floor")
+        self.assertEqual(floors["thread_info_all_stacks"], "walk_floor")
+        self.assertEqual(floors["allocated_bytes_all"], "alloc_counter_floor")
+        # bench/management.c emits one growth_<call>_net_of_<floor> row per pair listed here.
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench",
+                               "management.c")) as f:
+            src = f.read()
+        for call, floor in d.MANAGEMENT_FLOORS:
+            self.assertIn('{"%s", "%s"}' % (call, floor), src)
 
     def test_plain_calls_are_held_to_flat_and_missing_rows_are_na(self):
-        rows = [per_thread("management", "all_ids", 1000, 2.0),
-                per_thread("management", "all_ids", 10000, 2.1)]
-        rows[1]["per_thread_ns"] = 50.0   # wall clock, preempted: not what growth reads
+        rows = [growth_row("growth_all_ids", 1.05)]
         line = summary_line(rows, "management: all_ids per thread")
-        self.assertEqual((line[2], line[3]), ("<= 1.10x", "PASS"))
-        rows[1]["cpu_per_thread_ns"] = 2.4
+        self.assertEqual((line[1], line[2], line[3]),
+                         ("1.05x (median of 7 paired rounds)", "<= 1.10x", "PASS"))
+        rows[0]["p50"] = 1.2
         self.assertEqual(summary_line(rows, "management: all_ids per thread")[3], "MISS")
-        line = summary_line(rows[:1], "management: all_ids per thread")
+        line = summary_line([growth_row("growth_deadlock_scan", 1.0)],
+                            "management: all_ids per thread")
         self.assertEqual(line[3], "n/a")
-        self.assertIn("no row management/all_ids_10000", line[1])
-        line = summary_line(rows, "management: dump per thread, 10,000 / 1000 threads, over")
+        self.assertIn("no row management/growth_all_ids", line[1])
+        # a row of other sizes is not this threshold's
+        line = summary_line([growth_row("growth_all_ids", 1.0, small=100)],
+                            "management: all_ids per thread")
+        self.assertEqual(line[3], "n/a")
+        self.assertIn("of 100 to 10000 threads", line[1])
+        line = summary_line(rows, "management: dump per thread, 10,000 / 1000 threads, net")
         self.assertEqual(line[3], "n/a")
 
 
@@ -272,7 +291,13 @@ class HotSpotThresholds(unittest.TestCase):
                     jvm="25.0.3")
                 for n, r in zip(d.MANAGEMENT_SIZES, (9, 4, 7, 8))]
         lines = self.lines(c_rows, [(self.JDKS[0], hs17), (self.JDKS[1], hs25)])
-        self.assertEqual(len(lines), 2 * len(d.MANAGEMENT_PAIRS))
+        self.assertEqual(len(lines), 4 * len(d.MANAGEMENT_PAIRS))
+        growth = lines["vs HotSpot 25: getThreadInfo(ids, MAX) per thread, 10,000 / 1000 "
+                       "threads, HotSpot's own"]
+        self.assertEqual((growth[1], growth[3]), ("0.11x (p50 per thread)", "report"))
+        growth = lines["vs HotSpot 17: getAllThreadIds() per thread, 10,000 / 1000 threads, "
+                       "HotSpot's own"]
+        self.assertEqual(growth[3], "n/a")
         l17 = lines["vs HotSpot 17: getThreadInfo(ids, MAX), HotSpot / vmthread p50, every "
                     "thread count"]
         self.assertEqual((l17[2], l17[3]), (">= 5x", "PASS"))
