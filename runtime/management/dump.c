@@ -435,7 +435,7 @@ static int write_dump(text_t *t, FILE *out, const void *caller_pc) {
   vmt__mx_stacks_begin(&stacks, VMT_MX_MAX_DEPTH_ALL, caller_pc);
   size_t nkept = 0, k = 0, printed = 0;
   for (size_t i = 0; i < snap->count && rc == 0; i++) {
-    vmt__mx_prefetch_ahead(snap, i, VMT__MX_RECORD_ALL);
+    vmt__mx_prefetch_info_ahead(snap, i);
     vmt_thread_info_t *info = NULL;
     rc = vmt__mx_thread_info(snap, snap->threads[i],
                              VMT_MX_INFO_LOCKED_MONITORS | VMT_MX_INFO_LOCKED_SYNCHRONIZERS |

@@ -305,7 +305,7 @@ static int info_array(const int64_t *ids, size_t count, uint32_t flags, int32_t 
   size_t hint = 0;
   for (size_t i = 0; i < count && rc == 0; i++) {
     vmt_thread_t *t = vmt__mx_lookup(snap, ids[i], &hint);
-    vmt__mx_prefetch_ahead(snap, hint, VMT__MX_RECORD_ALL);
+    vmt__mx_prefetch_info_ahead(snap, hint);
     rc = vmt__mx_thread_info(snap, t, flags, &stacks, &infos[i]);
   }
   vmt__mx_stacks_end(&stacks);
@@ -360,7 +360,7 @@ int vmt__mx_dump_all(unsigned flags, int32_t max_depth, const void *caller_pc,
   vmt__mx_stacks_begin(&stacks, max_depth, caller_pc);
   size_t n = 0;
   for (size_t i = 0; i < snap->count && rc == 0; i++) {
-    vmt__mx_prefetch_ahead(snap, i, VMT__MX_RECORD_ALL);
+    vmt__mx_prefetch_info_ahead(snap, i);
     /* Threads that ended since the snapshot was taken are left out, not reported as NULL. */
     rc = vmt__mx_thread_info(snap, snap->threads[i], flags, &stacks, &infos[n]);
     if (infos[n]) n++;

@@ -111,6 +111,26 @@ static inline void vmt__mx_prefetch_ahead(const vmt__snapshot_t *snap, size_t hi
     vmt__mx_prefetch(snap->threads[hint + VMT__MX_PREFETCH_AHEAD], bytes);
 }
 
+/*
+ * For the walks that copy a ThreadInfo of each record (info.c, dump.c): besides the record
+ * VMT__MX_PREFETCH_AHEAD entries ahead, what a ThreadInfo reads outside it, for the record
+ * half as far ahead, whose own prefetch has had time to land: the line of the cold block that
+ * holds the name's lock (written: fetched exclusive) and the name itself.
+ */
+static inline void vmt__mx_prefetch_info_ahead(const vmt__snapshot_t *snap, size_t i) {
+  vmt__mx_prefetch_ahead(snap, i, VMT__MX_RECORD_ALL);
+  if (i + VMT__MX_PREFETCH_AHEAD / 2 >= snap->count) return;
+  vmt_thread_t *t = snap->threads[i + VMT__MX_PREFETCH_AHEAD / 2];
+  const void *lock = &t->cold->lock;
+#if defined(__x86_64__)
+  __asm__ volatile("prefetchw %0" : : "m"(*(const char *)lock));
+#else
+  __builtin_prefetch(lock, 1);
+#endif
+  /* A rename may free it meanwhile: a prefetch never faults. */
+  __builtin_prefetch(atomic_load_explicit(&t->name, memory_order_relaxed));
+}
+
 /* The hot cell a walk in snapshot order reaches VMT__MX_PREFETCH_AHEAD entries after i, for
  * reading, or for writing when the walk will write it (the allocated-bytes reader count: a
  * locked add on a line fetched shared must wait for it again, exclusive). The cells are
