@@ -346,29 +346,21 @@ static int64_t sweep_alloc_floor(ctx_t *c) {
  * (each stack its own mapping: at 10,000 threads these reads miss the TLB and the caches, as
  * any walker's would), in id order; and the same with the thread's CPU clock read first, as
  * the text dump does (one SCHED-clock syscall and the frames of each thread). */
-static int64_t sweep_walk_floor(ctx_t *c) {
-  vmt_stack_frame_t frames[FRAMES];
-  int64_t acc = 0;
-  int64_t t0 = vmtb_now_ns();
-  for (int i = 0; i < c->n; i++) acc += copy_frames(&c->ps[i], frames, FRAMES) + frames[0].line;
-  int64_t t1 = vmtb_now_ns();
-  VMTB_SINK(acc);
-  return t1 - t0;
-}
-
-static int64_t sweep_clock_walk_floor(ctx_t *c) {
+static int64_t walk_floor(ctx_t *c, bool with_clock) {
   vmt_stack_frame_t frames[FRAMES];
   int64_t acc = 0;
   int64_t t0 = vmtb_now_ns();
   for (int i = 0; i < c->n; i++) {
     struct timespec ts;
-    if (vmt_os__clock_syscall(c->ps[i].clock, &ts) == 0) acc += ts.tv_nsec;
+    if (with_clock && vmt_os__clock_syscall(c->ps[i].clock, &ts) == 0) acc += ts.tv_nsec;
     acc += copy_frames(&c->ps[i], frames, FRAMES) + frames[0].line;
   }
   int64_t t1 = vmtb_now_ns();
   VMTB_SINK(acc);
   return t1 - t0;
 }
+static int64_t sweep_walk_floor(ctx_t *c) { return walk_floor(c, false); }
+static int64_t sweep_clock_walk_floor(ctx_t *c) { return walk_floor(c, true); }
 
 /* findDeadlockedThreads (monitors and synchronizers). */
 static int64_t sweep_deadlocks(ctx_t *c) {
