@@ -420,14 +420,26 @@ static void report(const vmtb_options_t *opts, variant_t *v, int n) {
   vmtb_report(opts, &v->result, extra);
 }
 
+/* Evicts what the previous call left in the caches (and the TLB) before a call of the growth
+ * rounds: 64 MiB written, twice this machine's L3. */
+enum { FLUSH_BYTES = 64 << 20 };
+static unsigned char *flush_buf;
+
+static void flush_caches(void) {
+  if (!flush_buf && !(flush_buf = malloc(FLUSH_BYTES))) abort();
+  for (size_t i = 0; i < FLUSH_BYTES; i += 64) flush_buf[i]++;
+  VMTB_SINK(flush_buf[FLUSH_BYTES / 2]);
+}
+
 /*
  * Runs the variants interleaved, sample by sample, in a freshly shuffled order each time, after
- * a warm-up of each. The order matters: the /proc sweep leaves the caches cold (1000 path
+ * a warm-up of each; with cold, every call after the caches are flushed (not timed). The order matters: the /proc sweep leaves the caches cold (1000 path
  * lookups and opens) for whatever runs next, and a fixed rotation let one CPU-time variant
  * follow it twice as often as the other (a 10% bias seen here). Shuffling gives each variant
  * each predecessor equally often in expectation.
  */
-static void run_interleaved(ctx_t *c, variant_t *vs, int nv, size_t samples, int warmup) {
+static void run_interleaved(ctx_t *c, variant_t *vs, int nv, size_t samples, int warmup,
+                            bool cold) {
   for (int w = 0; w < warmup; w++)
     for (int i = 0; i < nv; i++) vs[i].sweep(c);
   for (int i = 0; i < nv; i++) {
@@ -447,6 +459,7 @@ static void run_interleaved(ctx_t *c, variant_t *vs, int nv, size_t samples, int
     }
     for (int k = 0; k < nv; k++) {
       variant_t *v = &vs[order[k]];
+      if (cold) flush_caches();
       int64_t cpu0 = thread_cpu_ns();
       v->samples[s] = (double)v->sweep(c);
       v->cpu_samples[s] = (double)(thread_cpu_ns() - cpu0);
@@ -532,7 +545,7 @@ static void run_size(const vmtb_options_t *opts, int n) {
                       {.name = "raw_clock_sweep", .sweep = sweep_raw_clock},
                       {.name = "proc_sweep", .sweep = sweep_proc}};
   int ncpu = n <= 1000 ? 4 : 3;
-  run_interleaved(&c, cpu, ncpu, cpu_samples, 5);
+  run_interleaved(&c, cpu, ncpu, cpu_samples, 5, false);
   for (int i = 0; i < ncpu; i++) report(opts, &cpu[i], n);
   vmtb_note(opts, "  ratios (p50): cpu_time_sweep / bare_clock_sweep = %.2fx (want <= 1.1); "
             "cpu_time_sweep / raw_clock_sweep = %.2fx",
@@ -548,7 +561,7 @@ static void run_size(const vmtb_options_t *opts, int n) {
     vmtb_note(opts, "  allocated bytes: unsupported (jemalloc is not the allocator)");
   size_t other_samples = scaled(opts, n >= 10000 ? 40 : n >= 1000 ? 200 : n >= 100 ? 500 : 3000);
   if (other_samples < 8) other_samples = 8;
-  run_interleaved(&c, rest, nrest, other_samples, 2);
+  run_interleaved(&c, rest, nrest, other_samples, 2, false);
   for (int i = 0; i < nrest; i++) report(opts, &rest[i], n);
 
   vmt_mx_set_stack_walker(NULL, NULL);
@@ -566,8 +579,13 @@ static void run_size(const vmtb_options_t *opts, int n) {
  * which holds the 10,000 threads' records and not the 1000's) moved the ratio of the same code
  * from 1.03x to 1.64x between runs. Here 1000 threads stay parked while 9000 more are started
  * and ended again every round; each round measures every call at 1000 and then at 10,000
- * threads within about two seconds, interleaved as above, and its ratio is the p50 of the
- * calling thread's CPU time per thread at 10,000 over that at 1000. A growth_<call> row's
+ * threads within a few seconds, interleaved as above, each call with the caches and the TLB
+ * flushed first (flush_caches), and its ratio is the p50 of the calling thread's CPU time per
+ * thread at 10,000 over that at 1000. Cold at both sizes, as a monitoring agent's poll every
+ * few seconds finds them: with the caches as the previous call left them, 1000 threads' data
+ * stayed in the 32 MB L3 and 10,000 threads' did not, and the ratio measured that cliff
+ * (thread_info_all 1.2-1.7x interleaved, 1.05x called back to back: 218 and 229 ns per
+ * thread, 2026-12-02 05:00 UTC) more than the calls' work. A growth_<call> row's
  * samples are those per-round ratios. A growth_<call>_net_of_<floor> row's are the same ratio
  * with the floor's extra cost per thread taken off the 10,000 side: (call at 10,000 - (floor
  * at 10,000 - floor at 1000)) / call at 1000, the floor being the same kernel or memory reads
@@ -593,7 +611,7 @@ static int variant_index(const variant_t *vs, int nv, const char *name) {
 
 /* Each variant's p50 CPU time per thread over `samples` interleaved calls. */
 static void growth_phase(ctx_t *c, variant_t *vs, int nv, size_t samples, double *out) {
-  run_interleaved(c, vs, nv, samples, 1);
+  run_interleaved(c, vs, nv, samples, 1, true);
   for (int i = 0; i < nv; i++) {
     vmtb_result_t r;
     vmtb_stats(vs[i].cpu_samples, vs[i].count, &r);
@@ -644,7 +662,7 @@ static void run_growth(const vmtb_options_t *opts) {
     double small[MAXV], large[MAXV];
     ctx_t c;
     ctx_begin(&c, ps, SMALL);
-    growth_phase(&c, vs, nv, opts->quick ? 10 : 20, small);
+    growth_phase(&c, vs, nv, opts->quick ? 6 : 12, small);
     ctx_end(&c);
     if (start_parked(ps + SMALL, LARGE - SMALL, LARGE, &extra, why, sizeof(why)) != 0) {
       vmtb_note(opts, "management: growth round %d: %s", r + 1, why);
