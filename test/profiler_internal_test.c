@@ -9,6 +9,9 @@
  * - a thread that ends while its arming is in progress (prof.state BUSY) waits for it, and
  *   then deletes the timer itself: it cannot finish its exit (nor give up its tid) with a
  *   timer.
+ * - a thread put back (vmt_prof_set_thread_excluded false) while another party holds its claim
+ *   having read the exclusion mark before it was cleared (its own start hook, the drainer's
+ *   rescan) is armed once that party lets go, before the call returns.
  * - no POSIX timer is left in the process (/proc/self/timers) after a run in which threads
  *   started and ended, nor after a stop.
  * - a fork child never acts on the arming a vanished thread's record carries over (ARMED with
@@ -146,6 +149,55 @@ static void test_exit_waits_for_arming_in_progress(void **state) {
   assert_int_equal(vmt_prof_clear(), 0);
 }
 
+typedef struct include_call {
+  vmt_thread_t *t;
+  _Atomic int done;
+  int rc;
+} include_call_t;
+
+static void *include_body(void *arg) {
+  include_call_t *c = arg;
+  c->rc = vmt_prof_set_thread_excluded(c->t, false);
+  atomic_store(&c->done, 1);
+  return NULL;
+}
+
+static void test_include_while_another_party_claims(void **state) {
+  (void)state;
+  latch_t go;
+  latch_init(&go);
+  vmt_thread_t *t;
+  assert_int_equal(vmt_thread_start(&t, end_at_once, &go), 0);
+  assert_int_equal(vmt_prof_set_thread_excluded(t, true), 0);
+  assert_int_equal(vmt_prof_start(NULL), 0);
+  assert_int_equal(atomic_load(&t->prof.state), VMT__PROF_IDLE);
+  /* A party (the drainer's rescan, say) claims t and reads the mark: excluded. */
+  uint32_t idle = VMT__PROF_IDLE;
+  assert_true(atomic_compare_exchange_strong(&t->prof.state, &idle, VMT__PROF_BUSY));
+  include_call_t c = {.t = t};
+  pthread_t helper;
+  assert_int_equal(pthread_create(&helper, NULL, include_body, &c), 0);
+  /* The put-back runs meanwhile (given 200 ms to get past its arming attempt); then the party
+   * does what it decided on the mark it read, and gives t back unarmed. */
+  for (int i = 0; i < 200 && !atomic_load(&c.done); i++) usleep(1000);
+  atomic_store(&t->prof.state, VMT__PROF_IDLE);
+  assert_int_equal(pthread_join(helper, NULL), 0);
+  uint32_t after = atomic_load(&t->prof.state);
+  bool slot = atomic_load(&t->prof.slot) != NULL;
+  print_message("put back during another party's claim: state %u after the call (%u = armed)\n",
+                after, VMT__PROF_ARMED);
+  /* t ends before anything is asserted: a failure leaves no live thread to the next test. */
+  assert_int_equal(vmt_prof_stop(), 0);
+  latch_open(&go);
+  assert_int_equal(vmt_thread_join(t, NULL), 0);
+  assert_int_equal(c.rc, 0);
+  assert_int_equal(after, VMT__PROF_ARMED);
+  assert_true(slot);
+  vmt_thread_release(t);
+  latch_destroy(&go);
+  assert_int_equal(vmt_prof_clear(), 0);
+}
+
 static void *short_burn(void *arg) {
   (void)arg;
   burn_cpu_ns(200 * 1000);
@@ -224,6 +276,8 @@ static int vanished_arming_child(vmt_thread_t *armed, vmt_thread_t *busy) {
    * process. */
   if (UNDER_TSAN) return 0;
   if (vmt_prof_start(NULL) != 0) return 23;
+  /* A put-back while it runs: a vanished party's BUSY is nothing to wait for. */
+  if (vmt_prof_set_thread_excluded(busy, false) != 0) return 31;
   /* A thread of the child's own, attached while the session runs: the stop disarms it. */
   child_attach_t a = {.rc = -1};
   latch_init(&a.armed);
@@ -287,6 +341,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_timer_failure_arms_nothing, teardown),
       cmocka_unit_test_teardown(test_alloc_failure_at_start, teardown),
       cmocka_unit_test_teardown(test_exit_waits_for_arming_in_progress, teardown),
+      cmocka_unit_test_teardown(test_include_while_another_party_claims, teardown),
       cmocka_unit_test_teardown(test_no_timer_left_behind, teardown),
       cmocka_unit_test_teardown(test_fork_child_ignores_vanished_armings, teardown),
   };

@@ -3,26 +3,35 @@
  * profiled) that empties the threads' sample buffers into the profile. Started by the first
  * profile of the process; it parks between profiles.
  *
- * It sleeps on a futex for at most DRAIN_INTERVAL_NS (100 ms), and is woken early by a handler
- * whose buffer is half full and by an output that wants fresh figures; the slots of threads
- * that ended wait for the next round. Each wake-up cost some 30 us of its CPU here (a timer,
- * a context switch on a VM), so it sleeps long: 0.16 % of a CPU at 20 ms, 0.03 % at 100 ms.
+ * It sleeps on a futex for at most DRAIN_INTERVAL_NS (1 s), and is woken early by a handler
+ * whose buffer is half full, by every VMT__PROF_RETIRED_WAKE-th (256th) slot of an ended thread
+ * (arm.c), by an output that wants fresh figures, and by the stop. Each wake-up costs some
+ * 30-50 us of its CPU here (a timer, two context switches on a VM) besides ~1-2 us a sample
+ * drained, so it sleeps long: with a 100 ms sleep it took 216-485 us of CPU a second of
+ * profiling at 4 and 10 ms with 1 and 64 busy threads (9 wake-ups a second), with 1 s 12-154 us
+ * (0.6-2 wake-ups: at 4 ms a half-full ring wakes it first), no sample lost in either
+ * (//bench:profiler's drainer rows, 2026-12-02, docs/profiler.md).
  * A round takes the retired list, then the ready list (both whole, by exchange), drains the
  * ready slots, then drains and frees the retired ones: a slot retired before the round began
  * was pushed on the ready list, if at all, before it was retired, so nothing of it is left
  * behind once it is freed. It is the only consumer of every slot while
  * a profile runs; once it parked, the stopping thread is (vmt__prof_drainer_stop).
  *
- * The interval: a thread is sampled at most 250 times a second (one per tick), so in 100 ms a
- * thread writes at most 25 samples; the default 16 KiB buffer holds 15 of the deepest (128
- * frames) and some 90 of 20 frames, and its handler wakes the drainer at half full.
+ * The interval is not what keeps samples from being lost: a thread is sampled at most 250
+ * times a second (one per tick); the default 16 KiB buffer holds 15 of the deepest samples (128
+ * frames) and some 90 of 20 frames, and its handler wakes the drainer at half full, which leaves
+ * the other half (28 ms of samples at the deepest) for the wake-up to be served in, whatever the
+ * interval. What the interval bounds is how long ended threads' buffers (fewer than 256) and the
+ * lost counters wait for a round; outputs and the stop drain first.
  */
 #include <errno.h>
 #include <stdlib.h>
 
 #include "runtime/profiler/profiler_impl.h"
 
-#define DRAIN_INTERVAL_NS (100 * 1000000)
+#define DRAIN_INTERVAL_NS (1000 * 1000000)
+/* How often a drain_now caller looks again for a round it missed the wake of. */
+#define DRAIN_NOW_RECHECK_NS (100 * 1000000)
 
 static _Atomic uint32_t rounds;   /* completed rounds; a futex word for drain_now */
 static _Atomic int32_t round_waiters;   /* drain_now callers waiting on it */
@@ -114,6 +123,8 @@ static void finish_slot(vmt__prof_profile_t *p, vmt__prof_slot_t *slot) {
 }
 
 static void round_once(vmt__prof_slot_t *disarmed) {
+  /* Reset first: a push between the two is counted and taken now (one early wake at worst). */
+  atomic_store_explicit(&vmt__prof.retired_count, 0, memory_order_seq_cst);
   vmt__prof_slot_t *retired = atomic_exchange_explicit(&vmt__prof.retired, NULL,
                                                        memory_order_seq_cst);
   vmt__prof_slot_t *ready = atomic_exchange_explicit(&vmt__prof.ready, NULL,
@@ -229,7 +240,7 @@ void vmt__prof_drain_now(void) {
     uint32_t now = atomic_load_explicit(&rounds, memory_order_seq_cst);
     if (now - start >= 2) break;
     if (now - start == 1) vmt__prof_wake_drainer();
-    vmt_os_futex_wait(&rounds, now, vmt_os_java_time_nanos() + DRAIN_INTERVAL_NS);
+    vmt_os_futex_wait(&rounds, now, vmt_os_java_time_nanos() + DRAIN_NOW_RECHECK_NS);
   }
   atomic_fetch_sub_explicit(&round_waiters, 1, memory_order_seq_cst);
 }

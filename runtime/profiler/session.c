@@ -228,6 +228,19 @@ int vmt_prof_set_walker(vmt_prof_walker_fn walker, vmt_prof_symbolizer_fn symbol
   return rc;
 }
 
+/* Arms t before returning. Another party may hold t's claim (BUSY) having read the mark before
+ * it was cleared: t's own start hook, or the drainer's rescan after a start. That party gives t
+ * back unarmed, and nobody would arm it for the rest of the session: so this waits for the
+ * claim to go (a few us: two system calls at most) and tries again. A failure counts in
+ * arm_failures, as at a start. */
+static void arm_now(vmt_thread_t *t) {
+  /* An ancestor's record (fork) may carry a BUSY of a party that is not here (arm.c). */
+  if (!vmt__thread_of_this_process(t)) return;
+  while (vmt__prof_arm(t) == 0 &&
+         atomic_load_explicit(&t->prof.state, memory_order_seq_cst) == VMT__PROF_BUSY)
+    sched_yield();
+}
+
 int vmt_prof_set_thread_excluded(vmt_thread_t *t, bool excluded) {
   if (t == NULL || !vmt__handle_valid(t)) return -EINVAL;
   pthread_mutex_lock(&vmt__prof.lock);
@@ -242,7 +255,7 @@ int vmt_prof_set_thread_excluded(vmt_thread_t *t, bool excluded) {
     if (excluded)
       vmt__prof_disarm(t, self, false, self ? NULL : &vmt__prof.excluded_slots);
     else
-      (void)vmt__prof_arm(t);   /* a failure counts in arm_failures, as at a start */
+      arm_now(t);
   }
   pthread_mutex_unlock(&vmt__prof.lock);
   return 0;
@@ -347,6 +360,7 @@ static void fork_child(void) {
   vmt__prof.running = false;
   atomic_store(&vmt__prof.ready, NULL);
   atomic_store(&vmt__prof.retired, NULL);
+  atomic_store(&vmt__prof.retired_count, 0);
   vmt__prof.excluded_slots = NULL;   /* set aside with the profile */
   atomic_store(&vmt__prof.wake, 0);
   atomic_store(&vmt__prof.helping, 0);
