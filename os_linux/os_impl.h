@@ -100,4 +100,33 @@ int vmt_os__proc_clock_read(pid_t tid, int type, int64_t *ns);
 /* Decides the elapsed counter's source and calibrates it; called once by vmt_os_init(). */
 void vmt_os__elapsed_init(void);
 
+/* ---- Native stacks (unwind.c, cfi_unwind.c) --------------------------------------------- */
+/* vmthread's own CFI unwinder (cfi_unwind.c): x86-64 only. Compiled under every sanitizer (the
+ * tests compare it with libunwind there too); unwind.c decides where the handler uses it. */
+#if defined(__x86_64__)
+#define VMT__CFI_UNWINDER 1
+/* Builds the table of loaded objects once (outside handlers); 0 or -ENOMEM. */
+int vmt__cfi_prepare(void);
+/* Rebuilds the table if objects were loaded or unloaded since it was built (outside
+ * handlers): true if it did. The replaced table waits for vmt__cfi_release_retired. */
+bool vmt__cfi_refresh(void);
+/* Frees the replaced tables: only when no walk can hold one (no handler in flight). */
+void vmt__cfi_release_retired(void);
+/* Is the table built? */
+bool vmt__cfi_ready(void);
+/* Pcs that fell in no known object, since the process began. */
+int64_t vmt__cfi_unknown_pcs(void);
+/* The walk from a signal's context (any ucontext_t with the registers), reading stack words in
+ * [the context's rsp, stack_hi) only, and only if stack_lo <= rsp < stack_hi. Async-signal-safe.
+ * Returns the frames written (>= 1, the context's pc first), -ENOENT if the pc is 0, -EINVAL
+ * for no context or buffer. */
+int32_t vmt__cfi_walk(const void *ucontext, uintptr_t stack_lo, uintptr_t stack_hi,
+                      uintptr_t *pcs, int32_t max);
+#else
+#define VMT__CFI_UNWINDER 0
+#endif
+/* libunwind's walk from the same context (UNW_INIT_SIGNAL_FRAME), for the tests and the bench
+ * that compare the two: frames written, -EIO if it failed, -ENOTSUP without libunwind. */
+int32_t vmt__libunwind_walk(const void *ucontext, uintptr_t *pcs, int32_t max);
+
 #endif /* VMT_OS_LINUX_OS_IMPL_H */

@@ -229,20 +229,30 @@ typedef struct vmt_os_timer_signal {
 /* True, filling *out, if the signal was sent by a POSIX timer (not by kill or sigqueue). */
 bool vmt_os_timer_signal(const siginfo_t *info, const void *ucontext, vmt_os_timer_signal_t *out);
 
-/* Native stacks of the interrupted code. init loads the unwinder (libunwind, dlopen'ed: the
- * library keeps no DT_NEEDED on it) once; idempotent and thread-safe; -ENOTSUP when it is not
- * installed, and unwind then returns the interrupted pc alone. unwind is async-signal-safe and
- * is called only from a signal handler on the interrupted thread: it writes up to max program
- * counters of the interrupted code into pcs, innermost first (pcs[0] the interrupted pc, the
- * others return addresses), and returns their number (>= 1); -EIO when the unwinder failed,
- * -ENOENT when the context has no pc. */
+/* Native stacks of the interrupted code. init prepares the unwinder once (x86-64: vmthread's
+ * own CFI unwinder's table of loaded objects, os_linux/cfi_unwind.c; and libunwind, dlopen'ed:
+ * the library keeps no DT_NEEDED on it); idempotent and thread-safe; -ENOTSUP when there is
+ * neither, and unwind then returns the interrupted pc alone. unwind is async-signal-safe and
+ * is called only from a signal handler on the interrupted thread, with that thread's stack
+ * bounds [stack_lo, stack_hi) (0, 0 when unknown: then libunwind walks, unchecked): it writes up
+ * to max program counters of the interrupted code into pcs, innermost first (pcs[0] the
+ * interrupted pc, the others return addresses), and returns their number (>= 1); -EIO when the
+ * unwinder failed, -ENOENT when the context has no pc. */
 int vmt_os_native_unwind_init(void);
-int vmt_os_native_unwind(const void *ucontext, uintptr_t *pcs, int32_t max);
+int vmt_os_native_unwind(const void *ucontext, uintptr_t stack_lo, uintptr_t stack_hi,
+                         uintptr_t *pcs, int32_t max);
+/* Outside handlers, now and then (the profiler's drainer, each round): takes in objects
+ * loaded or unloaded since init. Cheap when nothing changed (one dl_iterate_phdr callback). */
+void vmt_os_native_unwind_refresh(void);
+/* Only when no handler can be inside unwind (the profiler's stop, after they drained): frees
+ * what refresh replaced. */
+void vmt_os_native_unwind_quiesce(void);
 /* The same from the calling function, outside any handler (the cooperative mode's walk at a
  * poll): skip the `skip` innermost frames (the caller's own). The number written, or -errno
  * (-ENOTSUP without libunwind). */
 int vmt_os_native_unwind_here(uintptr_t *pcs, int32_t max, int32_t skip);
-/* "libunwind" or "pc only": what init found (for the profile's header and the docs). */
+/* "vmthread cfi", "libunwind" or "pc only": the handler's unwinder (for the profile's header and
+ * the docs). */
 const char *vmt_os_native_unwinder(void);
 
 /* Symbols of code addresses in this process: function (every symbol table the objects carry,

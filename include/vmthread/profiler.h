@@ -132,7 +132,7 @@ typedef struct vmt_prof_stats {
    * profile stopped; 0 while it runs). The kernel's delivery of each signal is in neither. */
   int64_t handler_ns;
   int64_t drainer_cpu_ns;
-  const char *unwinder;                  /* "libunwind", "pc only", or "vm walker" */
+  const char *unwinder;                  /* "vmthread cfi", "libunwind", "pc only", "vm walker" */
 } vmt_prof_stats_t;
 /* Figures of the running or last profile (drained first). -EINVAL on NULL. */
 VMT_EXPORT int vmt_prof_get_stats(vmt_prof_stats_t *out);

@@ -75,6 +75,13 @@ int vmt__prof_arm(vmt_thread_t *t) {
   if (slot == NULL) {
     rc = -ENOMEM;
   } else {
+    /* The handler's unwinder checks every stack word it reads against these (unwind.c). Asked
+     * now, outside any handler: pthread_getattr_np, 1-2 us (the main thread's reads /proc). */
+    vmt_stack_info_t si;
+    if (vmt_thread_stack_info(t, &si) == 0 && si.lo < si.hi) {
+      slot->stack_lo = si.lo;
+      slot->stack_hi = si.hi;
+    }
     /* The slot first: the first signal may come before timer_create returns. */
     atomic_store_explicit(&t->prof.slot, slot, memory_order_seq_cst);
     rc = vmt_os_cpu_timer_start(&t->os, cfg->signo, cfg->period_ns, slot, &slot->timer,

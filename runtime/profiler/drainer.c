@@ -201,6 +201,8 @@ static void *drainer_main(void *arg) {
     }
     if (atomic_exchange_explicit(&vmt__prof.rescan, false, memory_order_seq_cst))
       (void)vmt__prof_arm_all(false);
+    /* Objects dlopen'ed (or closed) since: the handlers' unwinder learns them here. */
+    vmt_os_native_unwind_refresh();
     round_once(NULL);
   }
   return NULL;

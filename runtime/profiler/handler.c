@@ -119,7 +119,8 @@ __attribute__((noinline)) static void record(vmt__prof_slot_t *slot,
   if (n == 0) {
     kind = VMT__PROF_KIND_NATIVE;
     /* At a poll: past record and vmt__prof_coop_poll (both noinline), from their caller on. */
-    n = ucontext ? vmt_os_native_unwind(ucontext, frames, cfg->max_depth)
+    n = ucontext ? vmt_os_native_unwind(ucontext, slot->stack_lo, slot->stack_hi, frames,
+                                        cfg->max_depth)
                  : vmt_os_native_unwind_here(frames, cfg->max_depth, 2);
   }
   if (n < 0) {

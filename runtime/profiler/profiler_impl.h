@@ -76,6 +76,7 @@ typedef struct vmt__prof_slot {
   char *thread_name;                                /* owned until the profile takes it */
   const char *category;                             /* interned for the process */
   vmt_os_cpu_timer_t timer;
+  uintptr_t stack_lo, stack_hi;                     /* the thread's stack; 0, 0 if unknown */
   int64_t cpu_at_arm_ns;                            /* -1 if unknown */
   int64_t cpu_at_disarm_ns;
   bool ended;                                       /* disarmed by its thread's end */

@@ -193,6 +193,7 @@ int vmt_prof_stop(void) {
   disarm_all(&disarmed);
   atomic_store_explicit(&vmt__prof_handler_cfg, NULL, memory_order_seq_cst);
   while (atomic_load_explicit(&vmt__prof_in_handler, memory_order_seq_cst) != 0) sched_yield();
+  vmt_os_native_unwind_quiesce();   /* no handler holds a replaced table of objects now */
   vmt__prof_handler_uninstall();
   vmt__prof_drainer_stop(disarmed);
   vmt__prof.running = false;

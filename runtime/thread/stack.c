@@ -41,8 +41,10 @@ int vmt__stack_bounds_ensure(vmt_thread_t *t) {
     size_t guard = 0;
     if (t == vmt__current)
       rc = vmt_os_thread_stack(pthread_self(), &lo, &hi, &guard);
-    else if (t->kind != VMT__KIND_ATTACHED && t->owns_pthread && !c->stack_reaping &&
+    else if (t->kind != VMT__KIND_ATTACHED && !c->stack_reaping && t->owns_pthread &&
              vmt__thread_of_this_process(t))
+      /* stack_reaping first: join clears owns_pthread after marking it, outside the lock;
+       * start sets owns_pthread under it. */
       rc = vmt_os_thread_stack(t->pthread, &lo, &hi, &guard);
     else
       rc = -ESRCH;

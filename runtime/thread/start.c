@@ -99,7 +99,11 @@ static int start(vmt_thread_t **out, const vmt__thread_opts_t *o, vmt__thread_ki
     vmt__record_unref(t);  /* the thread that never ran */
     return rc;
   }
+  /* Under the cold lock: another thread may ask the stack bounds of this record (stack.c) as
+   * soon as the child published its tid (the profiler arms it then), before this line. */
+  pthread_mutex_lock(&t->cold->lock);
   t->owns_pthread = true;
+  pthread_mutex_unlock(&t->cold->lock);
   /* The tid, now (no wait). If the child already ended, glibc reports ESRCH and the child has
    * published the tid itself. */
   vmt_os_thread_bind(&t->os, t->pthread);
