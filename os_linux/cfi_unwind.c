@@ -21,8 +21,10 @@
  * rebuilds only when they moved. A replaced table is never freed while a handler may hold it: it
  * waits on the retired list until the profiler's stop, after the handlers drained
  * (vmt__cfi_release_retired). A library dlclose'd since the last round keeps its entry until the
- * next round (at most 100 ms): a pc still in it then reads its unmapped .eh_frame. Only a return
- * address into unloaded code, which would crash the thread itself on return, leads there.
+ * next round (the drainer's, at most 1 s): a pc still in it then reads its unmapped .eh_frame.
+ * Only a return address into unloaded code, which would crash the thread itself on return,
+ * leads there, or code another dlopen maps at the same addresses within that round (its pcs
+ * then meet the old object's tables): a known limit.
  *
  * Rules interpreted: def_cfa(_sf/_register/_offset/_offset_sf), def_cfa_expression,
  * offset(_extended/_extended_sf), val_offset(_sf), register, expression, val_expression,
