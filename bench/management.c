@@ -375,7 +375,15 @@ static int64_t walk_floor(ctx_t *c, bool with_clock, size_t text_bytes) {
 }
 static int64_t sweep_walk_floor(ctx_t *c) { return walk_floor(c, false, 0); }
 static int64_t sweep_clock_walk_floor(ctx_t *c) { return walk_floor(c, true, 0); }
-static int64_t sweep_dump_floor(ctx_t *c) { return walk_floor(c, true, c->dump_len + 1); }
+/* The length is the last text dump's of this context (the warm-up runs `dump` before this
+ * floor): without one the floor would write nothing and look cheap, so that is an error. */
+static int64_t sweep_dump_floor(ctx_t *c) {
+  if (c->dump_len == 0) {
+    fprintf(stderr, "management: dump_floor ran before any text dump of %d threads\n", c->n);
+    exit(1);
+  }
+  return walk_floor(c, true, c->dump_len + 1);
+}
 
 /* findDeadlockedThreads (monitors and synchronizers). */
 static int64_t sweep_deadlocks(ctx_t *c) {
@@ -398,7 +406,7 @@ static int64_t sweep_dump(ctx_t *c) {
   free(text);
   int64_t t1 = vmtb_now_ns();
   VMTB_SINK(rc);
-  c->dump_len = len;
+  if (rc == 0) c->dump_len = len;
   return t1 - t0;
 }
 
