@@ -200,9 +200,8 @@ static inline bool looks_processable(vmt_thread_t *t) {
 
 int vmt__hs_wait(vmt_thread_t *self, struct vmt__hs_node *n, int64_t deadline) {
   vmt_thread_t *t = n->target;
-  int64_t spin_end = vmt_os_elapsed_nanos() + VMT__VMS_SPIN_NS;
+  int64_t spin_start = vmt_os_elapsed_nanos();
   bool spinning = true;
-  unsigned turn = 0;
   for (;;) {
     if (atomic_load_explicit(&n->done, memory_order_acquire) == VMT__NODE_DONE) return 0;
     int tp = looks_processable(t) ? try_process(t, self) : TP_NOT_SAFE;
@@ -211,9 +210,7 @@ int vmt__hs_wait(vmt_thread_t *self, struct vmt__hs_node *n, int64_t deadline) {
     if (tp == TP_SAFEPOINT) {
       rc = vmt__sp_wait_end(deadline);
     } else if (spinning) {
-      vmt__vms_spin_turn(&turn);
-      if (vmt_os_elapsed_nanos() < spin_end) continue;
-      spinning = false;
+      spinning = vmt__vms_spin_turn(spin_start);
       continue;
     } else {
       uint32_t expected = VMT__NODE_PENDING;
@@ -309,9 +306,9 @@ int vmt__hs_run_group(vmt_thread_t *self, struct vmt__hs_node *nodes, size_t n,
     if (looks_processable(nodes[i].target)) try_process(nodes[i].target, self);
   atomic_fetch_sub_explicit(&g.pending, 1, memory_order_acq_rel);
   int rc = 0;
-  int64_t spin_end = vmt_os_elapsed_nanos() + VMT__VMS_SPIN_NS;
+  int64_t spin_start = vmt_os_elapsed_nanos();
+  bool spinning = true;
   size_t scan = 0;   /* nodes before it are done */
-  unsigned turn = 0;
   for (;;) {
     uint32_t p = atomic_load_explicit(&g.pending, memory_order_acquire);
     if ((p & ~VMT__GROUP_SLEEPING) == 0) break;
@@ -328,8 +325,7 @@ int vmt__hs_run_group(vmt_thread_t *self, struct vmt__hs_node *nodes, size_t n,
     int wrc = 0;
     if (tp == TP_SAFEPOINT) {
       wrc = vmt__sp_wait_end(deadline);
-    } else if (vmt_os_elapsed_nanos() < spin_end) {
-      vmt__vms_spin_turn(&turn);
+    } else if (spinning && (spinning = vmt__vms_spin_turn(spin_start))) {
       continue;
     } else if (!(p & VMT__GROUP_SLEEPING)) {
       atomic_compare_exchange_strong_explicit(&g.pending, &p, p | VMT__GROUP_SLEEPING,

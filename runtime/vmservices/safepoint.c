@@ -92,15 +92,12 @@ void vmt__sp_processing_end(vmt_thread_t *self) {
 
 /* Sleeps until *word (without its sleeping bit) is 0; false on the deadline. */
 static bool wait_zero(_Atomic uint32_t *word, uint32_t sleeping, int64_t deadline) {
-  int64_t spin_end = vmt_os_elapsed_nanos() + VMT__VMS_SPIN_NS;
-  unsigned turn = 0;
+  int64_t spin_start = vmt_os_elapsed_nanos();
+  bool spinning = true;
   for (;;) {
     uint32_t v = atomic_load_explicit(word, memory_order_acquire);
     if ((v & ~sleeping) == 0) return true;
-    if (vmt_os_elapsed_nanos() < spin_end) {
-      vmt__vms_spin_turn(&turn);
-      continue;
-    }
+    if (spinning && (spinning = vmt__vms_spin_turn(spin_start))) continue;
     if (!(v & sleeping)) {
       atomic_compare_exchange_weak_explicit(word, &v, v | sleeping, memory_order_acq_rel,
                                             memory_order_relaxed);

@@ -64,17 +64,29 @@ static inline void vmt__vms_relax(void) {
  * more than the spin. Never a fixed sleep (HotSpot's 10 us nanosleep sleeps ~64 us here). */
 #define VMT__VMS_SPIN_NS 10000
 
-/* One turn of such a spin. Every VMT__VMS_YIELD_EVERY-th turn yields the CPU: the thread it
- * waits for may be runnable on this very CPU (more runnable threads than CPUs: two spinners
- * and a safepoint coordinator on 2 CPUs), and a pure spin would keep it off for the whole spin,
- * then pay a futex wake-up on top (reach 42 us p50 with 2 running threads in //bench:handshake
- * before; a yield costs ~1 us when nobody else is runnable). */
-#define VMT__VMS_YIELD_EVERY 64
-static inline void vmt__vms_spin_turn(unsigned *turn) {
-  if (++*turn % VMT__VMS_YIELD_EVERY == 0)
+/* One turn of such a spin, started at `start` (vmt_os_elapsed_nanos): false once the spin is
+ * over. The first VMT__VMS_PAUSE_NS are pure pauses, which is when a target that runs on
+ * another CPU answers; after that every turn yields the CPU, because the thread waited for is
+ * then most likely runnable on this very CPU (more runnable threads than CPUs: two spinners
+ * and a safepoint coordinator on 2 CPUs, the coordinator woken onto the CPU of the spinner it
+ * displaced), and it can only arrive once this thread lets the CPU go. A yield with nobody else
+ * runnable is a system call (a few hundred ns here), so the spin still notices an answer within that.
+ * Measured on 2 CPUs with 2 spinners in managed code (//bench:handshake, time to safepoint
+ * with a woken coordinator, p50 per run, runs of the two builds alternated, 2026-12-02
+ * 07:30-07:45 UTC): a yield every 64th turn 7.8 / 13.3 / 10.2 / 18.0 / 15.2 us, this 5.9 / 5.9 /
+ * 6.5 / 11.1 / 16.3 us; later, the machine noisier, 14.2 / 14.4 / 18.6 against 11.3 / 13.0 /
+ * 11.8 us. Sleeping on the futex after the pause instead was slower still (15-21 us in
+ * those later runs): the coordinator's own wake-up then adds to it. Every other row of the
+ * benchmark stayed within its run-to-run spread. */
+#define VMT__VMS_PAUSE_NS 1000
+static inline bool vmt__vms_spin_turn(int64_t start) {
+  int64_t waited = vmt_os_elapsed_nanos() - start;
+  if (waited >= VMT__VMS_SPIN_NS) return false;
+  if (waited >= VMT__VMS_PAUSE_NS)
     sched_yield();
   else
     vmt__vms_relax();
+  return true;
 }
 
 /* ---- A tiny futex lock (0 free, 1 held, 2 held with sleepers: Drepper's mutex2). Held for
