@@ -437,13 +437,16 @@ static int write_dump(text_t *t, FILE *out, const void *caller_pc) {
   vmt__mx_stacks_t stacks;
   vmt__mx_stacks_begin(&stacks, VMT_MX_MAX_DEPTH_ALL, caller_pc);
   size_t nkept = 0, k = 0, printed = 0;
+  /* ThreadInfos from blocks (a malloc per 64 KiB block, some 280 ThreadInfos); each is printed and freed before
+   * the next is read, so a block goes back to malloc as soon as the pool has moved on. */
+  vmt__mx_info_pool_t pool = {0};
   for (size_t i = 0; i < snap->count && rc == 0; i++) {
     vmt__mx_prefetch_info_ahead(snap, i);
     vmt_thread_info_t *info = NULL;
     rc = vmt__mx_thread_info(snap, snap->threads[i],
                              VMT_MX_INFO_LOCKED_MONITORS | VMT_MX_INFO_LOCKED_SYNCHRONIZERS |
                                  VMT__MX_INFO_NO_USER_TIME,
-                             &stacks, &info);
+                             &stacks, &pool, &info);
     if (rc || !info) continue;
     size_t before = t->len;
     put_thread(t, info);
@@ -456,6 +459,7 @@ static int write_dump(text_t *t, FILE *out, const void *caller_pc) {
     else
       vmt_mx_thread_info_free(info);
   }
+  vmt__mx_info_pool_end(&pool);
   vmt__mx_stacks_end(&stacks);
   vmt__registry_release(snap);
   if (rc == 0) rc = put_deadlocks(t, kept, nkept, dl, ndl);

@@ -13,6 +13,9 @@
  * registry snapshot the caller holds.
  */
 #include <errno.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/management/management_impl.h"
@@ -22,9 +25,79 @@ static void lock_info_clear(vmt_lock_info_t *l) {
   free(l->name);
 }
 
+/* ---- ThreadInfo blocks (management_impl.h) ------------------------------------------- *
+ * Every ThreadInfo is preceded by a head naming the block it was carved from, or NULL for one
+ * that has an allocation of its own; a head is max_align_t-aligned (16 bytes here) so the
+ * ThreadInfo after it is as aligned as malloc's memory. */
+typedef struct info_head {
+  _Alignas(max_align_t) vmt__mx_info_block_t *block;
+} info_head_t;
+
+enum {
+  /* A block's size, header included: one of jemalloc's size classes and below glibc's mmap
+   * threshold, so a freed block is reused by the next call's blocks. */
+  INFO_BLOCK_BYTES = 64 * 1024,
+  /* A ThreadInfo larger than this (a long name) gets an allocation of its own. */
+  INFO_IN_BLOCK_MAX = INFO_BLOCK_BYTES / 16,
+};
+
+struct vmt__mx_info_block {
+  /* ThreadInfos carved from it that are still alive, plus one while it is the pool's cur. */
+  _Atomic size_t refs;
+  size_t used;   /* bytes of data[] handed out */
+  _Alignas(max_align_t) unsigned char data[];
+};
+#define INFO_BLOCK_DATA (INFO_BLOCK_BYTES - offsetof(vmt__mx_info_block_t, data))
+_Static_assert(sizeof(info_head_t) == _Alignof(max_align_t), "a head is one alignment unit");
+
+static void block_unref(vmt__mx_info_block_t *b) {
+  if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1) free(b);
+}
+
+void vmt__mx_info_pool_end(vmt__mx_info_pool_t *pool) {
+  if (pool->cur) block_unref(pool->cur);
+  pool->cur = NULL;
+}
+
+/* A zeroed ThreadInfo with `extra` bytes after it, or NULL (-ENOMEM). */
+static vmt_thread_info_t *info_alloc(vmt__mx_info_pool_t *pool, size_t extra) {
+  size_t need = sizeof(info_head_t) + sizeof(vmt_thread_info_t) + extra;
+  info_head_t *h;
+  if (!pool || need > INFO_IN_BLOCK_MAX) {
+    if (!(h = vmt__mx_calloc(1, need))) return NULL;
+    h->block = NULL;
+    return (vmt_thread_info_t *)(h + 1);
+  }
+  need = (need + _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1);
+  vmt__mx_info_block_t *b = pool->cur;
+  if (!b || b->used + need > INFO_BLOCK_DATA) {
+    /* malloc, not calloc: only what is handed out is cleared. */
+    vmt__mx_info_block_t *fresh = vmt__mx_malloc(INFO_BLOCK_BYTES);
+    if (!fresh) return NULL;
+    atomic_init(&fresh->refs, 1);
+    fresh->used = 0;
+    if (b) block_unref(b);
+    pool->cur = b = fresh;
+  }
+  h = (info_head_t *)(b->data + b->used);
+  b->used += need;
+  atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
+  memset(h, 0, need);
+  h->block = b;
+  return (vmt_thread_info_t *)(h + 1);
+}
+
+static void info_release(vmt_thread_info_t *info) {
+  info_head_t *h = (info_head_t *)info - 1;
+  if (h->block)
+    block_unref(h->block);
+  else
+    free(h);
+}
+
 void vmt_mx_thread_info_free(vmt_thread_info_t *info) {
   if (!info) return;
-  /* name and category live in info's own allocation (vmt__mx_thread_info). */
+  /* name and category live in info's own allocation (info_alloc). */
   if (info->lock) lock_info_clear(info->lock);
   free(info->lock);
   free(info->lock_owner_name);
@@ -35,7 +108,7 @@ void vmt_mx_thread_info_free(vmt_thread_info_t *info) {
   for (size_t i = 0; i < info->locked_synchronizer_count; i++)
     lock_info_clear(&info->locked_synchronizers[i]);
   free(info->locked_synchronizers);
-  free(info);
+  info_release(info);
 }
 
 void vmt_mx_thread_info_array_free(vmt_thread_info_t **infos, size_t count) {
@@ -154,7 +227,8 @@ static uint32_t state_bits(const vmt__thread_lock_info_t *li, const vmt_thread_i
  * handshake with t (on t itself at its poll, or on the querying thread while t is held).
  * stacks NULL: no frames. */
 static int read_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, unsigned flags,
-                            vmt__mx_stacks_t *stacks, vmt_thread_info_t **out) {
+                            vmt__mx_stacks_t *stacks, vmt__mx_info_pool_t *pool,
+                            vmt_thread_info_t **out) {
   bool locked_monitors = flags & VMT_MX_INFO_LOCKED_MONITORS;
   bool locked_synchronizers = flags & VMT_MX_INFO_LOCKED_SYNCHRONIZERS;
   *out = NULL;
@@ -173,7 +247,7 @@ static int read_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, unsign
   /* The name is read under the record's lock, which a rename takes (registry/record.c). */
   const char *name = vmt__record_name_hold(t);
   size_t name_len = strlen(name) + 1, category_len = strlen(t->category->name) + 1;
-  vmt_thread_info_t *info = vmt__mx_calloc(1, sizeof(*info) + name_len + category_len);
+  vmt_thread_info_t *info = info_alloc(pool, name_len + category_len);
   if (info) info->name = memcpy((char *)(info + 1), name, name_len);
   vmt__record_name_release(t);
   if (!info) {
@@ -233,6 +307,7 @@ typedef struct info_request {
   const vmt__snapshot_t *snap;
   unsigned flags;
   vmt__mx_stacks_t *stacks;
+  vmt__mx_info_pool_t *pool;
   vmt_thread_info_t *info;
   int rc;
 } info_request_t;
@@ -244,25 +319,26 @@ static void read_in_handshake(vmt_thread_t *t, void *arg) {
    * waits for. On the requester, the call has cancellation off already (stacks). */
   bool on_target = t == vmt__current;
   int cancel = on_target ? vmt__mx_cancel_off() : 0;
-  r->rc = read_thread_info(r->snap, t, r->flags, r->stacks, &r->info);
+  r->rc = read_thread_info(r->snap, t, r->flags, r->stacks, r->pool, &r->info);
   if (on_target) vmt__mx_cancel_restore(cancel);
 }
 
 int vmt__mx_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, unsigned flags,
-                        vmt__mx_stacks_t *stacks, vmt_thread_info_t **out) {
+                        vmt__mx_stacks_t *stacks, vmt__mx_info_pool_t *pool,
+                        vmt_thread_info_t **out) {
   *out = NULL;
   if (!t || !vmt__thread_is_listed(t)) return 0;
   /* Without a walker another thread has no frames (backtrace(3) walks only its caller's
    * stack, and must not run at the thread's poll either): nothing to hold still. */
   if (stacks->max_depth == 0 || !stacks->fn || t == vmt__current)
-    return read_thread_info(snap, t, flags, stacks, out);
+    return read_thread_info(snap, t, flags, stacks, pool, out);
   /* With a stack: inside a handshake, so the walker sees the thread stopped at a safe point,
    * its stack and its locks as one state, and the thread cannot exit meanwhile (HotSpot 25's
    * getStackTrace is a handshake too; dumps are its safepoints). The call's walker lock and
    * scratch buffer (stacks) serve the handshake wherever it runs: the caller holds the lock
    * and waits, and the operation runs on one thread at a time, ordered by the handshake's
    * queue lock and completion. */
-  info_request_t r = {.snap = snap, .flags = flags, .stacks = stacks};
+  info_request_t r = {.snap = snap, .flags = flags, .stacks = stacks, .pool = pool};
   int rc = vmt_handshake_run(t, read_in_handshake, &r, VMT_MX_WALK_TIMEOUT_NS, NULL);
   if (rc == 0) {
     *out = r.info;
@@ -270,7 +346,7 @@ int vmt__mx_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, unsigned f
   }
   if (rc == -ESRCH) return 0;   /* it exited: Java's null */
   /* Managed code that did not poll in time: its ThreadInfo without a stack. */
-  return read_thread_info(snap, t, flags, NULL, out);
+  return read_thread_info(snap, t, flags, NULL, pool, out);
 }
 
 /* -EINVAL for unknown flags, -ENOTSUP for usage this runtime cannot report (never here). */
@@ -302,12 +378,16 @@ static int info_array(const int64_t *ids, size_t count, uint32_t flags, int32_t 
   }
   vmt__mx_stacks_t stacks;
   vmt__mx_stacks_begin(&stacks, max_depth, caller_pc);
+  /* One ThreadInfo alone (getThreadInfo(id)) gets an allocation of its own: a block would
+   * hold 64 KiB for it. */
+  vmt__mx_info_pool_t pool = {0};
   size_t hint = 0;
   for (size_t i = 0; i < count && rc == 0; i++) {
     vmt_thread_t *t = vmt__mx_lookup(snap, ids[i], &hint);
     vmt__mx_prefetch_info_ahead(snap, hint);
-    rc = vmt__mx_thread_info(snap, t, flags, &stacks, &infos[i]);
+    rc = vmt__mx_thread_info(snap, t, flags, &stacks, count > 1 ? &pool : NULL, &infos[i]);
   }
+  vmt__mx_info_pool_end(&pool);
   vmt__mx_stacks_end(&stacks);
   vmt__registry_release(snap);
   if (rc) {
@@ -358,13 +438,15 @@ int vmt__mx_dump_all(unsigned flags, int32_t max_depth, const void *caller_pc,
   }
   vmt__mx_stacks_t stacks;
   vmt__mx_stacks_begin(&stacks, max_depth, caller_pc);
+  vmt__mx_info_pool_t pool = {0};
   size_t n = 0;
   for (size_t i = 0; i < snap->count && rc == 0; i++) {
     vmt__mx_prefetch_info_ahead(snap, i);
     /* Threads that ended since the snapshot was taken are left out, not reported as NULL. */
-    rc = vmt__mx_thread_info(snap, snap->threads[i], flags, &stacks, &infos[n]);
+    rc = vmt__mx_thread_info(snap, snap->threads[i], flags, &stacks, &pool, &infos[n]);
     if (infos[n]) n++;
   }
+  vmt__mx_info_pool_end(&pool);
   vmt__mx_stacks_end(&stacks);
   vmt__registry_release(snap);
   if (rc) {

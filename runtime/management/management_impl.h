@@ -251,10 +251,33 @@ void vmt__mx_frames_free(vmt_stack_frame_t *frames);
   (VMT_MX_INFO_LOCKED_MONITORS | VMT_MX_INFO_LOCKED_SYNCHRONIZERS | VMT_MX_INFO_NO_CPU_TIME)
 #define VMT__MX_INFO_NO_USER_TIME 0x100u
 
+/*
+ * Where the ThreadInfos of one call are allocated (info.c). A call that returns many of them
+ * (an array, a dump) carves them with their two strings out of 64 KiB blocks, each block
+ * counting the ThreadInfos still alive in it, instead of one malloc per thread: 10,000
+ * ThreadInfos are 40 blocks, not 10,000 allocations. Each one stays freeable on its own
+ * (vmt_mx_thread_info_free), in any order, on any thread; its block goes when its last one
+ * does. Why it matters beyond the 10,000 mallocs and frees: 10,000 separate ThreadInfos are
+ * 2.4 MB of small-object slabs, which jemalloc (its lg_extent_max_active_fit) would not carve
+ * from the one big extent the previous call freed, so a call at 10,000 threads took fresh
+ * pages and paid ~450 page faults where the same call at 1000 threads paid none
+ * (//bench:management's growth rounds, getrusage minor faults per call, 2026-12-02).
+ * A NULL pool gives each ThreadInfo its own allocation. Not shared between threads: the
+ * handshake that reads a ThreadInfo on the target's side uses it while the caller waits.
+ */
+typedef struct vmt__mx_info_block vmt__mx_info_block_t;
+typedef struct vmt__mx_info_pool {
+  vmt__mx_info_block_t *cur;   /* the block being carved, or NULL */
+} vmt__mx_info_pool_t;
+/* Ends carving: the blocks now go with their ThreadInfos. */
+void vmt__mx_info_pool_end(vmt__mx_info_pool_t *pool);
+
 /* ThreadInfo of a protected thread (info.c), what it holds chosen by flags, its frames
- * through stacks: *out NULL if t is not listed. 0 or -ENOMEM. */
+ * through stacks, allocated from pool (may be NULL): *out NULL if t is not listed. 0 or
+ * -ENOMEM. */
 int vmt__mx_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, unsigned flags,
-                        vmt__mx_stacks_t *stacks, vmt_thread_info_t **out);
+                        vmt__mx_stacks_t *stacks, vmt__mx_info_pool_t *pool,
+                        vmt_thread_info_t **out);
 /* dumpAllThreads, what each ThreadInfo holds chosen by flags (checked: public flags only),
  * with the application's return address for the native-frame fallback. */
 int vmt__mx_dump_all(unsigned flags, int32_t max_depth, const void *caller_pc,
