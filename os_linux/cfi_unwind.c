@@ -49,6 +49,7 @@
 #include <ucontext.h>
 
 #include "os_linux/os_impl.h"
+#include "runtime/fault.h"
 #include "runtime/process.h"
 
 #if VMT__CFI_UNWINDER
@@ -74,11 +75,29 @@ typedef struct cfi_table {
 
 static _Atomic(cfi_table_t *) current;
 static cfi_table_t *retired;      /* under build_lock */
-static pthread_mutex_t build_lock = PTHREAD_MUTEX_INITIALIZER;
+/* A futex lock (0 free, 1 held, 2 held with waiters), not a pthread mutex: not held across
+ * fork (the profiler's rows hold none: ThreadSanitizer allows a thread 64 locks at once, which
+ * the atfork handlers come close to), so re-initialised in the child, and a pthread mutex
+ * re-initialised there is a data race to ThreadSanitizer with the parent's holder's unlock
+ * (test/loader_fork_linux_internal_test.c forks while a refresh holds it); atomics are not. */
+static _Atomic uint32_t build_lock;
 static _Atomic int64_t unknown_pcs;
-/* Not held across fork (the profiler's rows hold none: ThreadSanitizer allows a thread 64
- * locks at once, which the atfork handlers come close to): re-initialised in the child. */
-static void build_fork_child(void) { pthread_mutex_init(&build_lock, NULL); }
+static void build_lock_take(void) {
+  uint32_t c = 0;
+  if (atomic_compare_exchange_strong_explicit(&build_lock, &c, 1, memory_order_acquire,
+                                              memory_order_relaxed))
+    return;
+  if (c != 2) c = atomic_exchange_explicit(&build_lock, 2, memory_order_acquire);
+  while (c != 0) {
+    vmt_os_futex_wait(&build_lock, 2, VMT_OS_NO_DEADLINE);
+    c = atomic_exchange_explicit(&build_lock, 2, memory_order_acquire);
+  }
+}
+static void build_lock_drop(void) {
+  if (atomic_exchange_explicit(&build_lock, 0, memory_order_release) == 2)
+    vmt_os_futex_wake(&build_lock, 1);
+}
+static void build_fork_child(void) { atomic_store_explicit(&build_lock, 0, memory_order_relaxed); }
 VMT__PROCESS_STATE(cfi_unwind, .symbols = "current retired build_lock unknown_pcs",
                    .rule = VMT__FORK_REINIT,
                    .fork = "the child has the parent's mappings: the published table (always a "
@@ -195,6 +214,7 @@ static int add_object(struct dl_phdr_info *info, size_t size, void *arg) {
 
 static int counts_only(struct dl_phdr_info *info, size_t size, void *arg) {
   builder_t *b = arg;
+  (void)vmt__fault_hit(VMT__FAULT_LOADER_HELD);   /* a hook point only */
   if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
     b->adds = info->dlpi_adds;
     b->subs = info->dlpi_subs;
@@ -210,7 +230,9 @@ static int by_text(const void *a, const void *b) {
 /* Under build_lock: a new table, published; the old one retired. 0 or -ENOMEM. */
 static int rebuild_locked(void) {
   builder_t b = {0};
+  vmt_os_loader_enter(true);
   dl_iterate_phdr(add_object, &b);
+  vmt_os_loader_exit();
   if (b.oom) {
     free(b.objects);
     return -ENOMEM;
@@ -236,30 +258,32 @@ static int rebuild_locked(void) {
 }
 
 int vmt__cfi_prepare(void) {
-  pthread_mutex_lock(&build_lock);
+  build_lock_take();
   int rc = atomic_load_explicit(&current, memory_order_relaxed) ? 0 : rebuild_locked();
-  pthread_mutex_unlock(&build_lock);
+  build_lock_drop();
   return rc;
 }
 
 bool vmt__cfi_refresh(void) {
-  pthread_mutex_lock(&build_lock);
+  build_lock_take();
   cfi_table_t *t = atomic_load_explicit(&current, memory_order_relaxed);
   bool rebuilt = false;
   if (t) {
     builder_t b = {0};
+    vmt_os_loader_enter(true);
     dl_iterate_phdr(counts_only, &b);
+    vmt_os_loader_exit();
     if (b.adds != t->adds || b.subs != t->subs) rebuilt = rebuild_locked() == 0;
   }
-  pthread_mutex_unlock(&build_lock);
+  build_lock_drop();
   return rebuilt;
 }
 
 void vmt__cfi_release_retired(void) {
-  pthread_mutex_lock(&build_lock);
+  build_lock_take();
   cfi_table_t *r = retired;
   retired = NULL;
-  pthread_mutex_unlock(&build_lock);
+  build_lock_drop();
   while (r) {
     cfi_table_t *next = r->retired_next;
     free(r);

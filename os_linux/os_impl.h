@@ -128,5 +128,7 @@ int32_t vmt__cfi_walk(const void *ucontext, uintptr_t stack_lo, uintptr_t stack_
 /* libunwind's walk from the same context (UNW_INIT_SIGNAL_FRAME), for the tests and the bench
  * that compare the two: frames written, -EIO if it failed, -ENOTSUP without libunwind. */
 int32_t vmt__libunwind_walk(const void *ucontext, uintptr_t *pcs, int32_t max);
+/* A fork is between its prepare and its parent/child handlers (os_linux/loader.c; tests). */
+bool vmt_os__loader_fork_pending(void);
 
 #endif /* VMT_OS_LINUX_OS_IMPL_H */

@@ -170,7 +170,9 @@ static int scan_object(struct dl_phdr_info *info, size_t size, void *arg) {
 int32_t vmt_os_other_copies_in_use(char *path, size_t len) {
   pthread_mutex_lock(&cache_lock);
   scan_t s = {.first = true, .path = path, .len = len};
+  vmt_os_loader_enter(true);
   dl_iterate_phdr(scan_object, &s);
+  vmt_os_loader_exit();
   if (!s.cached) {
     cache_count = s.count < CACHE_MAX ? s.count : CACHE_MAX;
     memcpy(cache, s.found, cache_count * sizeof(cache[0]));

@@ -67,7 +67,9 @@ VMT__PROCESS_STATE(symbolizer, .symbols = SYMBOLIZER_SYMBOLS,
   } while (0)
 
 static void load(void) {
+  vmt_os_loader_enter(true);
   void *lib = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
+  vmt_os_loader_exit();
   if (lib == NULL) return;
   bool ok = true;
   DW_SYM(begin, "dwfl_begin");
@@ -83,7 +85,9 @@ static void load(void) {
   DW_SYM(callbacks.find_elf, "dwfl_linux_proc_find_elf");
   DW_SYM(callbacks.find_debuginfo, "dwfl_standard_find_debuginfo");
   if (!ok) {
+    vmt_os_loader_enter(true);
     dlclose(lib);
+    vmt_os_loader_exit();
     return;
   }
   dw.callbacks.debuginfo_path = &debuginfo_path;

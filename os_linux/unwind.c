@@ -81,7 +81,8 @@ VMT__PROCESS_STATE(unwinder, .symbols = UNWINDER_SYMBOLS, .rule = VMT__FORK_KEEP
                    .fork = "the loaded libunwind and its functions are the child's too");
 
 #ifdef VMT_OS_HAVE_LIBUNWIND
-static void load(void) {
+/* dlopen, the first walk and a dlclose, all in one loader section (os_linux/loader.c). */
+static void load_in_section(void) {
   void *lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
   if (lib == NULL) return;
   unw.init_local2 = (int (*)(unw_cursor_t *, unw_context_t *, int))dlsym(
@@ -106,6 +107,11 @@ static void load(void) {
     for (int i = 0; i < 64 && unw.step(&c) > 0; i++) {
     }
   atomic_store_explicit(&have_unwinder, true, memory_order_release);
+}
+static void load(void) {
+  vmt_os_loader_enter(true);
+  load_in_section();
+  vmt_os_loader_exit();
 }
 #else
 static void load(void) {}
@@ -176,8 +182,12 @@ int32_t vmt__libunwind_walk(const void *ucontext, uintptr_t *pcs, int32_t max) {
   if (atomic_load_explicit(&have_unwinder, memory_order_acquire)) {
     /* The signal's context is the interrupted code's: the kernel saved every register. */
     unw_cursor_t c;
-    if (unw.init_local2(&c, (unw_context_t *)ucontext, UNW_INIT_SIGNAL_FRAME) != 0) return -EIO;
-    int32_t n = walk(&c, pcs, max);
+    /* libunwind finds each frame's tables through dl_iterate_phdr: not while a fork waits. */
+    if (!vmt_os_loader_enter(false)) return -EAGAIN;
+    int32_t n = unw.init_local2(&c, (unw_context_t *)ucontext, UNW_INIT_SIGNAL_FRAME) == 0
+                    ? walk(&c, pcs, max)
+                    : -1;
+    vmt_os_loader_exit();
     return n > 0 ? n : -EIO;
   }
 #endif
@@ -204,16 +214,17 @@ int vmt_os_native_unwind(const void *ucontext, uintptr_t stack_lo, uintptr_t sta
     /* From here, past the handler's frames and the signal frame if the signal was not
      * deferred (then the interrupted pc follows it); else what is there is the deferral point. */
     unw_context_t here;
-    if (unw.getcontext(&here) == 0 && unw.init_local(&c, &here) == 0) {
-      int32_t n = walk(&c, pcs, max);
-      for (int32_t i = 0; i < n; i++)
-        if (pcs[i] == pc && pc != 0) {
-          for (int32_t j = i; j < n; j++) pcs[j - i] = pcs[j];
-          return n - i;
-        }
-      if (n > 0) return n;
-    }
-    return -EIO;
+    if (!vmt_os_loader_enter(false)) return -EAGAIN;
+    int32_t n = unw.getcontext(&here) == 0 && unw.init_local(&c, &here) == 0
+                    ? walk(&c, pcs, max)
+                    : 0;
+    vmt_os_loader_exit();
+    for (int32_t i = 0; i < n; i++)
+      if (pcs[i] == pc && pc != 0) {
+        for (int32_t j = i; j < n; j++) pcs[j - i] = pcs[j];
+        return n - i;
+      }
+    return n > 0 ? n : -EIO;
 #else
     return ucontext ? vmt__libunwind_walk(ucontext, pcs, max) : -EIO;
 #endif
@@ -231,11 +242,15 @@ __attribute__((noinline)) int vmt_os_native_unwind_here(uintptr_t *pcs, int32_t 
   if (atomic_load_explicit(&have_unwinder, memory_order_acquire)) {
     unw_context_t here;
     unw_cursor_t c;
-    if (unw.getcontext(&here) != 0 || unw.init_local(&c, &here) != 0) return -EIO;
-    /* This function's own frame, then the caller's `skip`. */
-    for (int32_t i = 0; i <= skip; i++)
-      if (unw.step(&c) <= 0) return -EIO;
-    int32_t n = walk(&c, pcs, max);
+    if (!vmt_os_loader_enter(false)) return -EAGAIN;
+    int32_t n = -1;
+    if (unw.getcontext(&here) == 0 && unw.init_local(&c, &here) == 0) {
+      /* This function's own frame, then the caller's `skip`. */
+      int32_t i = 0;
+      while (i <= skip && unw.step(&c) > 0) i++;
+      if (i > skip) n = walk(&c, pcs, max);
+    }
+    vmt_os_loader_exit();
     return n > 0 ? n : -EIO;
   }
 #endif

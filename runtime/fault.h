@@ -43,6 +43,10 @@ typedef enum vmt__fault_site {
    * right before it sleeps on the countdown with the value it last read. A hook there makes
    * every straggler arrive in that window (test/vms_safepoint_internal_test.c). */
   VMT__FAULT_SP_SLEEP,
+  /* os_linux/cfi_unwind.c, inside the dl_iterate_phdr callback of a refresh of the unwinder's
+   * table: a hook there is a thread holding glibc's loader lock at that moment, for as long as
+   * it likes (a fork then, test/loader_fork_linux_internal_test.c). */
+  VMT__FAULT_LOADER_HELD,
   VMT__FAULT_SITE_COUNT,
 } vmt__fault_site_t;
 

@@ -278,6 +278,16 @@ int vmt_os_symbolize(vmt_os_symbolizer_t *s, uintptr_t pc, bool return_address,
 /* "libdw" or "dladdr". */
 const char *vmt_os_symbolizer_kind(vmt_os_symbolizer_t *s);
 
+/* ---- The loader's lock and fork ------------------------------------------------------------ *
+ * Every call of the runtime that may take glibc's loader write lock (dl_iterate_phdr, dlopen,
+ * dlclose, backtrace(3), a libunwind walk) runs between vmt_os_loader_enter and _exit: glibc
+ * leaves that lock held in a fork child if a thread was inside at the fork, and fork waits for
+ * these sections (os_linux/loader.c). Sections nest. enter returns false only with may_wait
+ * false (a signal handler's walk: async-signal-safe then), when a fork is pending or the
+ * thread is inside a section already; the caller does without the call. */
+bool vmt_os_loader_enter(bool may_wait);
+void vmt_os_loader_exit(void);
+
 /* ---- Copies of the runtime in this process ---------------------------------------------- *
  * A process can hold more than one copy of the runtime: libvmthread.so.0 and any object that
  * linked libvmthread.a, each with its own registry that sees only its own threads. Each copy

@@ -96,7 +96,8 @@ VMT_EXPORT int vmt_prof_clear(void);
 /* Why a timer signal gave no sample. Each cause counts samples and their weight. */
 typedef enum vmt_prof_lost_cause {
   VMT_PROF_LOST_BUFFER_FULL = 0,  /* the thread's buffer had no room: the drainer was late */
-  VMT_PROF_LOST_UNSAFE,           /* the walker said the thread cannot be walked now */
+  VMT_PROF_LOST_UNSAFE,           /* the walker said the thread cannot be walked now, or the
+                                     native walk could not enter the loader (a fork pending) */
   VMT_PROF_LOST_WALK_FAILED,      /* the walker or the native unwinder failed */
   VMT_PROF_LOST_DISARMED,         /* the thread was being armed or disarmed (start, exit) */
   VMT_PROF_LOST_COUNT,

@@ -231,7 +231,11 @@ static __attribute__((noinline)) int native_frames(int32_t max_depth, const void
                                                    vmt_stack_frame_t **frames, size_t *count) {
   void *pcs[NATIVE_CAP + NATIVE_OWN_FRAMES];
   int32_t want = max_depth < NATIVE_CAP ? max_depth : NATIVE_CAP;
+  /* backtrace(3) finds each frame's unwind tables through dl_iterate_phdr: a loader section
+   * (runtime/os.h), so that a fork never leaves the loader's lock held in its child. */
+  vmt_os_loader_enter(true);
   int n = backtrace(pcs, want + NATIVE_OWN_FRAMES);
+  vmt_os_loader_exit();
   /* Skip the runtime's own frames: keep from the application's frame that called us. */
   int start = 0;
   for (int i = 0; i < n && i < NATIVE_OWN_FRAMES; i++)
