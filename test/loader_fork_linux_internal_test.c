@@ -7,7 +7,8 @@
  * in 2 of 600 children of test/fork_calls_linux_test.c's profiler output row). Here a thread refreshes the
  * unwinder's table of loaded objects and is held inside the loader's callback (the
  * VMT__FAULT_LOADER_HELD hook) while the main thread forks: the child must get through a
- * dl_iterate_phdr, a dladdr-free dump header (vmt_mx_get_other_runtime_count) and exit.
+ * dl_iterate_phdr and the dump header's count of other runtime copies
+ * (vmt_mx_get_other_runtime_count, a dl_iterate_phdr itself), and exit.
  * Also: a fork from inside a section of the forking thread itself does not wait for itself,
  * and a section that cannot wait is refused inside another.
  */
