@@ -35,6 +35,11 @@ typedef enum vmt__fault_site {
    * handshake or begins a safepoint while the thread is half-way out
    * (test/vms_exit_internal_test.c). */
   VMT__FAULT_THREAD_EXITING,
+  /* thread/exit.c, right after the thread became TERMINATED and before its exit_event is set
+   * (the bookkeeping of its exit under way): a hook there holds it where vmt_thread_state
+   * already answers TERMINATED and a joiner's sleep has not been ended
+   * (test/join_exit_internal_test.c). */
+  VMT__FAULT_THREAD_TERMINATED,
   /* vmservices/state.c, at the entry of a transition's slow path (a flag was set, or leaving a
    * safe state found a safepoint): a hook there sees the thread at the instant it has learnt it
    * must wait, and can queue work for it then (test/vms_safe_region_internal_test.c). */

@@ -123,7 +123,9 @@ VMT_EXPORT int vmt_thread_start_ex(vmt_thread_t **out, const vmt_thread_options_
 VMT_EXPORT int vmt_thread_join(vmt_thread_t *t, void **result);
 /* Thread.join(millis) in ns: the same, giving up after timeout_ns with -ETIMEDOUT (no join
  * happened: t may be joined again). timeout_ns <= 0 does not wait (0 if t has terminated,
- * else -EINTR or -ETIMEDOUT); VMT_TIMEOUT_INFINITE is vmt_thread_join. Java's join(0) waits
+ * else -EINTR or -ETIMEDOUT); VMT_TIMEOUT_INFINITE is vmt_thread_join. "Terminated", here and
+ * in vmt_thread_join, is vmt_thread_state's TERMINATED: from then on a join succeeds, and it
+ * waits for the microseconds of t's exit left (its bookkeeping) before it returns. Java's join(0) waits
  * forever: map it to vmt_thread_join. The joiner is TIMED_WAITING. */
 VMT_EXPORT int vmt_thread_timed_join(vmt_thread_t *t, int64_t timeout_ns, void **result);
 

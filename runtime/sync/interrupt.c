@@ -83,9 +83,18 @@ static void event_wait_end(void *arg) {
   vmt__episode_end(w->self, &w->ep, NULL, NULL);
 }
 
+/* The target is not alive: its exit_event is set, or it is TERMINATED already, with the rest of
+ * its exit (a few microseconds of bookkeeping, vmt__thread_finish) still to run. Java's join
+ * loops on isAlive(), which is false from TERMINATED on: such a join returns at once, whatever
+ * the timeout or the joiner's interrupt status, and the reap waits for that rest. */
+static bool target_ended(vmt_thread_t *target, uint32_t event) {
+  return (event & VMT__EVENT_PERMIT) ||
+         atomic_load_explicit(&target->state, memory_order_acquire) == VMT_THREAD_TERMINATED;
+}
+
 int vmt__wait_for_exit(vmt_thread_t *self, vmt_thread_t *target, int64_t deadline_ns) {
   _Atomic uint32_t *word = &target->exit_event;
-  if (atomic_load_explicit(word, memory_order_acquire) & VMT__EVENT_PERMIT) return 0;
+  if (target_ended(target, atomic_load_explicit(word, memory_order_acquire))) return 0;
   if (vmt__interrupt_consume(self)) return -EINTR;
   event_wait_t w = {.self = self};
   vmt__episode_begin_join(self, &w.ep, target, deadline_ns != VMT_OS_NO_DEADLINE);
@@ -94,7 +103,7 @@ int vmt__wait_for_exit(vmt_thread_t *self, vmt_thread_t *target, int64_t deadlin
   pthread_cleanup_push(event_wait_end, &w);
   for (;;) {
     uint32_t v = atomic_load_explicit(word, memory_order_seq_cst);
-    if (v & VMT__EVENT_PERMIT) break;
+    if (target_ended(target, v)) break;
     if (vmt__interrupt_consume(self)) {
       rc = -EINTR;
       break;
@@ -103,6 +112,7 @@ int vmt__wait_for_exit(vmt_thread_t *self, vmt_thread_t *target, int64_t deadlin
      * futex wait (glibc's SIGCANCEL) and is acted on here. */
     pthread_testcancel();
     rc = vmt__wait_turn(word, v, deadline_ns);
+    if (rc == -ETIMEDOUT && target_ended(target, 0)) rc = 0;   /* ended as the time ran out */
     if (rc) break;
   }
   pthread_cleanup_pop(1);

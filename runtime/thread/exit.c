@@ -45,6 +45,7 @@ void vmt__thread_finish(vmt_thread_t *t, bool goes_on) {
   bool kept = goes_on && vmt__monitor_keep(t);
   if (!kept) vmt__monitor_thread_end(t);
   vmt__thread_set_terminated(t);   /* and its hot cell unlisted */
+  (void)vmt__fault_hit(VMT__FAULT_THREAD_TERMINATED);   /* a hook point only */
   vmt__vms_thread_exit_end(t);
   vmt__registry_remove(t, true);
   vmt__prof_thread_end(t);   /* the profiler's timer: after `exiting`, before the tid goes */
