@@ -391,7 +391,11 @@ class JavaPrograms(unittest.TestCase):
                 f.write(probe)
             subprocess.run(["javac", "-d", tmp, os.path.join(tmp, "RankProbe.java"),
                             os.path.join(d.JAVA_DIR, "BenchSupport.java")], check=True)
-            out = subprocess.run(["java", "-cp", tmp, "vmtbench.RankProbe"], check=True,
+            # -XX:-UsePerfData: in Bazel's sandbox (a PID namespace per test, one /tmp) another
+            # test's JVM may have this JVM's pid and hold /tmp/hsperfdata_<user>/<pid>; HotSpot
+            # then prints a warning on stdout, which is what this test reads.
+            out = subprocess.run(["java", "-XX:-UsePerfData", "-cp", tmp, "vmtbench.RankProbe"],
+                                 check=True,
                                  capture_output=True, text=True).stdout.split()
         self.assertEqual(out, ["500", "999", "9999", "1000"])
 
