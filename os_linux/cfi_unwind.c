@@ -75,28 +75,11 @@ typedef struct cfi_table {
 
 static _Atomic(cfi_table_t *) current;
 static cfi_table_t *retired;      /* under build_lock */
-/* A futex lock (0 free, 1 held, 2 held with waiters), not a pthread mutex: not held across
- * fork (the profiler's rows hold none: ThreadSanitizer allows a thread 64 locks at once, which
- * the atfork handlers come close to), so re-initialised in the child, and a pthread mutex
- * re-initialised there is a data race to ThreadSanitizer with the parent's holder's unlock
- * (test/loader_fork_linux_internal_test.c forks while a refresh holds it); atomics are not. */
+/* The port's futex lock (runtime/os.h), not a pthread mutex: not held across fork (the
+ * profiler's rows hold none), so reset in the child while a refresh may hold it in the parent
+ * (test/loader_fork_linux_internal_test.c forks then). */
 static _Atomic uint32_t build_lock;
 static _Atomic int64_t unknown_pcs;
-static void build_lock_take(void) {
-  uint32_t c = 0;
-  if (atomic_compare_exchange_strong_explicit(&build_lock, &c, 1, memory_order_acquire,
-                                              memory_order_relaxed))
-    return;
-  if (c != 2) c = atomic_exchange_explicit(&build_lock, 2, memory_order_acquire);
-  while (c != 0) {
-    vmt_os_futex_wait(&build_lock, 2, VMT_OS_NO_DEADLINE);
-    c = atomic_exchange_explicit(&build_lock, 2, memory_order_acquire);
-  }
-}
-static void build_lock_drop(void) {
-  if (atomic_exchange_explicit(&build_lock, 0, memory_order_release) == 2)
-    vmt_os_futex_wake(&build_lock, 1);
-}
 static void build_fork_child(void) { atomic_store_explicit(&build_lock, 0, memory_order_relaxed); }
 VMT__PROCESS_STATE(cfi_unwind, .symbols = "current retired build_lock unknown_pcs",
                    .rule = VMT__FORK_REINIT,
@@ -258,14 +241,14 @@ static int rebuild_locked(void) {
 }
 
 int vmt__cfi_prepare(void) {
-  build_lock_take();
+  vmt_os_futex_lock(&build_lock);
   int rc = atomic_load_explicit(&current, memory_order_relaxed) ? 0 : rebuild_locked();
-  build_lock_drop();
+  vmt_os_futex_unlock(&build_lock);
   return rc;
 }
 
 bool vmt__cfi_refresh(void) {
-  build_lock_take();
+  vmt_os_futex_lock(&build_lock);
   cfi_table_t *t = atomic_load_explicit(&current, memory_order_relaxed);
   bool rebuilt = false;
   if (t) {
@@ -275,15 +258,15 @@ bool vmt__cfi_refresh(void) {
     vmt_os_loader_exit();
     if (b.adds != t->adds || b.subs != t->subs) rebuilt = rebuild_locked() == 0;
   }
-  build_lock_drop();
+  vmt_os_futex_unlock(&build_lock);
   return rebuilt;
 }
 
 void vmt__cfi_release_retired(void) {
-  build_lock_take();
+  vmt_os_futex_lock(&build_lock);
   cfi_table_t *r = retired;
   retired = NULL;
-  build_lock_drop();
+  vmt_os_futex_unlock(&build_lock);
   while (r) {
     cfi_table_t *next = r->retired_next;
     free(r);

@@ -151,9 +151,7 @@ int vmt_os_thread_reap(pthread_t th, int64_t spin_ns) {
      * scheduler woke us on the ending thread's own CPU, where spinning would only hold it
      * off. */
     if (round < 16) {
-#if defined(__x86_64__) || defined(__i386__)
-      for (int i = 0; i < 64; i++) __builtin_ia32_pause();
-#endif
+      for (int i = 0; i < 64; i++) vmt_os_cpu_relax();
     } else {
       sched_yield();
     }

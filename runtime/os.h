@@ -141,6 +141,43 @@ void vmt_os_futex_wake(_Atomic uint32_t *word, int32_t count);
 int vmt_os_futex_requeue(_Atomic uint32_t *from, uint32_t expected, _Atomic uint32_t *to,
                          int32_t count);
 
+/* The CPU's spin-wait hint (x86 pause, arm64 yield): one round of a bounded spin. */
+static inline void vmt_os_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+/* A futex lock in one zero-initialised word: 0 free, 1 held, 2 held with sleepers (Drepper's
+ * "Futexes Are Tricky", mutex2). For sections of a few stores, where a pthread mutex cannot
+ * be used: its owner may be inside a fork's atfork window, ThreadSanitizer sees a pthread
+ * mutex re-initialised in a fork child as a race with the parent's unlock, and it costs no
+ * lock-set slot (TSan allows a thread 64 at once). A fork child resets the word to 0 (its
+ * owner's process state row says so). Not recursive, not async-signal-safe. The lock spins
+ * 100 rounds on the word before it sleeps; the unlock wakes one sleeper only when one said it
+ * sleeps. */
+static inline void vmt_os_futex_lock(_Atomic uint32_t *l) {
+  uint32_t expected = 0;
+  if (atomic_compare_exchange_strong_explicit(l, &expected, 1, memory_order_acquire,
+                                              memory_order_relaxed))
+    return;
+  for (int i = 0; i < 100; i++) {
+    expected = 0;
+    if (atomic_load_explicit(l, memory_order_relaxed) == 0 &&
+        atomic_compare_exchange_strong_explicit(l, &expected, 1, memory_order_acquire,
+                                                memory_order_relaxed))
+      return;
+    vmt_os_cpu_relax();
+  }
+  while (atomic_exchange_explicit(l, 2, memory_order_acquire) != 0)
+    vmt_os_futex_wait(l, 2, VMT_OS_NO_DEADLINE);
+}
+static inline void vmt_os_futex_unlock(_Atomic uint32_t *l) {
+  if (atomic_exchange_explicit(l, 0, memory_order_release) == 2) vmt_os_futex_wake(l, 1);
+}
+
 /* ---- Capabilities ---------------------------------------------------------------------- */
 typedef struct vmt_os_caps {
   bool thread_cpu_time;           /* any thread's CPU time by clock id */

@@ -345,7 +345,7 @@ bool vmt__lock_spin(struct vmt__lock *l) {
      * safepoint too), so that a spin never delays the VM services by its length. */
     if (self != NULL && (atomic_load_explicit(&self->exec, memory_order_relaxed) & VMT_POLL_MASK))
       return false;
-    for (int32_t i = 0; i < delay; i++) vmt__cpu_relax();
+    for (int32_t i = 0; i < delay; i++) vmt_os_cpu_relax();
     if (delay < VMT__SPIN_BACKOFF_MAX) delay *= 2;
   }
   atomic_store_explicit(&l->spin_budget,

@@ -224,13 +224,6 @@ static inline void vmt__held_pop(vmt_thread_t *t, struct vmt__lock *l) {
   else vmt__held_unlink_head(t, l);
 }
 
-static inline void vmt__cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ __volatile__("yield");
-#endif
-}
 
 /* ---- Lock word ------------------------------------------------------------------------ */
 static inline bool vmt__lock_try_acquire(struct vmt__lock *l) {

@@ -57,10 +57,10 @@ int vmt__hs_push(vmt_thread_t *t, struct vmt__hs_node *n) {
   n->next = NULL;
   n->target = t;
   atomic_store_explicit(&n->done, VMT__NODE_PENDING, memory_order_relaxed);
-  vmt__vlock_acquire(&t->vms.queue_lock);
+  vmt_os_futex_lock(&t->vms.queue_lock);
   if ((atomic_load_explicit(&t->exec, memory_order_relaxed) & VMT__EXEC_STATE_MASK) ==
       VMT_EXEC_EXITED) {
-    vmt__vlock_release(&t->vms.queue_lock);
+    vmt_os_futex_unlock(&t->vms.queue_lock);
     return -ESRCH;
   }
   if (t->vms.queue_tail)
@@ -69,14 +69,14 @@ int vmt__hs_push(vmt_thread_t *t, struct vmt__hs_node *n) {
     t->vms.queue_head = n;
   t->vms.queue_tail = n;
   atomic_fetch_or_explicit(&t->exec, VMT__EXEC_HANDSHAKE, memory_order_seq_cst);
-  vmt__vlock_release(&t->vms.queue_lock);
+  vmt_os_futex_unlock(&t->vms.queue_lock);
   return 0;
 }
 
 /* Unlinks n from t's queue if it is still there (nobody has started it). */
 static bool take_back(vmt_thread_t *t, struct vmt__hs_node *n) {
   bool found = false;
-  vmt__vlock_acquire(&t->vms.queue_lock);
+  vmt_os_futex_lock(&t->vms.queue_lock);
   struct vmt__hs_node *prev = NULL;
   for (struct vmt__hs_node *p = t->vms.queue_head; p; prev = p, p = p->next) {
     if (p != n) continue;
@@ -90,12 +90,12 @@ static bool take_back(vmt_thread_t *t, struct vmt__hs_node *n) {
     found = true;
     break;
   }
-  vmt__vlock_release(&t->vms.queue_lock);
+  vmt_os_futex_unlock(&t->vms.queue_lock);
   return found;
 }
 
 void vmt__hs_wake_requesters(vmt_thread_t *t) {
-  vmt__vlock_acquire(&t->vms.queue_lock);
+  vmt_os_futex_lock(&t->vms.queue_lock);
   for (struct vmt__hs_node *p = t->vms.queue_head; p; p = p->next) {
     if (p->async) continue;
     if (p->group)
@@ -103,15 +103,15 @@ void vmt__hs_wake_requesters(vmt_thread_t *t) {
     else if (atomic_load_explicit(&p->done, memory_order_relaxed) == VMT__NODE_SLEEPING)
       vmt_os_futex_wake(&p->done, 1);
   }
-  vmt__vlock_release(&t->vms.queue_lock);
+  vmt_os_futex_unlock(&t->vms.queue_lock);
 }
 
 void vmt__hs_process_own(vmt_thread_t *t) {
-  vmt__vlock_acquire(&t->vms.queue_lock);
+  vmt_os_futex_lock(&t->vms.queue_lock);
   struct vmt__hs_node *n = t->vms.queue_head;
   t->vms.queue_head = t->vms.queue_tail = NULL;
   atomic_fetch_and_explicit(&t->exec, ~VMT__EXEC_HANDSHAKE, memory_order_acq_rel);
-  vmt__vlock_release(&t->vms.queue_lock);
+  vmt_os_futex_unlock(&t->vms.queue_lock);
   t->vms.ops_depth++;
   while (n) {
     struct vmt__hs_node *next = n->next;   /* n may vanish once completed */
@@ -157,7 +157,7 @@ static int try_process(vmt_thread_t *t, vmt_thread_t *self) {
     return TP_NOT_SAFE;
   if (!vmt__sp_processing_begin(self)) return TP_SAFEPOINT;
   int rc = TP_NOT_SAFE;
-  vmt__vlock_acquire(&t->vms.queue_lock);
+  vmt_os_futex_lock(&t->vms.queue_lock);
   w = atomic_load_explicit(&t->exec, memory_order_relaxed);
   for (;;) {
     if (!(w & VMT__EXEC_HANDSHAKE) || (w & VMT__EXEC_PROCESSING) ||
@@ -172,13 +172,13 @@ static int try_process(vmt_thread_t *t, vmt_thread_t *self) {
   for (;;) {
     struct vmt__hs_node *n = take_sync(t);
     if (n == NULL) break;
-    vmt__vlock_release(&t->vms.queue_lock);
+    vmt_os_futex_unlock(&t->vms.queue_lock);
     while (n) {
       struct vmt__hs_node *next = n->next;
       run_node(t, n, false);
       n = next;
     }
-    vmt__vlock_acquire(&t->vms.queue_lock);
+    vmt_os_futex_lock(&t->vms.queue_lock);
   }
   /* Let go, under the lock so that no push slips between "queue empty" and the clear. */
   uint32_t clear = VMT__EXEC_PROCESSING | VMT__EXEC_WAITER;
@@ -186,7 +186,7 @@ static int try_process(vmt_thread_t *t, vmt_thread_t *self) {
   w = atomic_fetch_and_explicit(&t->exec, ~clear, memory_order_seq_cst);
   if (w & VMT__EXEC_WAITER) vmt_os_futex_wake(&t->exec, 1);
 out:
-  vmt__vlock_release(&t->vms.queue_lock);
+  vmt_os_futex_unlock(&t->vms.queue_lock);
   vmt__sp_processing_end(self);
   return rc;
 }

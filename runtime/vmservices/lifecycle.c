@@ -28,9 +28,9 @@ void vmt__vms_thread_exit_begin(vmt_thread_t *t) {
 
 void vmt__vms_thread_exit_end(vmt_thread_t *t) {
   for (;;) {
-    vmt__vlock_acquire(&t->vms.queue_lock);
+    vmt_os_futex_lock(&t->vms.queue_lock);
     if (t->vms.queue_head == NULL) break;
-    vmt__vlock_release(&t->vms.queue_lock);
+    vmt_os_futex_unlock(&t->vms.queue_lock);
     vmt__hs_process_own(t);   /* still in VM code: a safe point like any poll */
   }
   uint32_t w = atomic_load_explicit(&t->exec, memory_order_relaxed);
@@ -39,18 +39,18 @@ void vmt__vms_thread_exit_end(vmt_thread_t *t) {
                         VMT_EXEC_EXITED,
       memory_order_seq_cst, memory_order_relaxed)) {
   }
-  vmt__vlock_release(&t->vms.queue_lock);
+  vmt_os_futex_unlock(&t->vms.queue_lock);
   if (w & VMT__EXEC_SAFEPOINT) vmt__sp_arrive(t);
 }
 
 static void queue_fork_prepare(void) {
   vmt_thread_t *self = vmt__current;
-  if (self) vmt__vlock_acquire(&self->vms.queue_lock);
+  if (self) vmt_os_futex_lock(&self->vms.queue_lock);
 }
 
 static void queue_fork_parent(void) {
   vmt_thread_t *self = vmt__current;
-  if (self) vmt__vlock_release(&self->vms.queue_lock);
+  if (self) vmt_os_futex_unlock(&self->vms.queue_lock);
 }
 
 static void queue_fork_child(void) {

@@ -148,7 +148,7 @@ int vmt_safepoint_begin(int64_t timeout_ns, vmt_safepoint_stats_t *stats) {
   int64_t start = vmt_os_java_time_nanos();
   int64_t deadline = vmt__vms_deadline(timeout_ns);
   int saved = vmt__region_enter(self);
-  vmt__vlock_acquire(&sp_lock);
+  vmt_os_futex_lock(&sp_lock);
   uint64_t id = ++sp_count;
   atomic_store_explicit(&sp_remaining, SP_BIAS, memory_order_relaxed);
   atomic_store_explicit(&sp_last, NULL, memory_order_relaxed);
@@ -159,7 +159,7 @@ int vmt_safepoint_begin(int64_t timeout_ns, vmt_safepoint_stats_t *stats) {
   const vmt__snapshot_t *snap = vmt__registry_acquire();
   if (snap == NULL) {
     release_all();
-    vmt__vlock_release(&sp_lock);
+    vmt_os_futex_unlock(&sp_lock);
     vmt__region_leave(self, saved, NULL);
     return -ENOMEM;
   }
@@ -204,7 +204,7 @@ int vmt_safepoint_begin(int64_t timeout_ns, vmt_safepoint_stats_t *stats) {
     vmt_thread_t *straggler = disarm(armed);
     if (stats) vmt__straggler_fill(&stats->straggler, straggler, now - start);
     release_all();
-    vmt__vlock_release(&sp_lock);
+    vmt_os_futex_unlock(&sp_lock);
     vmt__region_leave(self, saved, NULL);
     return rc;
   }
@@ -226,7 +226,7 @@ int vmt_safepoint_end(vmt_safepoint_stats_t *stats) {
   }
   int saved = sp_cur.saved_state;
   release_all();
-  vmt__vlock_release(&sp_lock);
+  vmt_os_futex_unlock(&sp_lock);
   vmt__region_leave(self, saved, NULL);
   return 0;
 }

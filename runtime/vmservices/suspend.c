@@ -19,8 +19,8 @@
 
 /* A futex lock (vmservices_impl.h), held for a few stores at a time. */
 _Atomic uint32_t vmt__suspend_lock;
-static void suspend_fork_prepare(void) { vmt__vlock_acquire(&vmt__suspend_lock); }
-static void suspend_fork_parent(void) { vmt__vlock_release(&vmt__suspend_lock); }
+static void suspend_fork_prepare(void) { vmt_os_futex_lock(&vmt__suspend_lock); }
+static void suspend_fork_parent(void) { vmt_os_futex_unlock(&vmt__suspend_lock); }
 static void suspend_fork_child(void) {
   atomic_store_explicit(&vmt__suspend_lock, 0, memory_order_relaxed);
 }
@@ -65,7 +65,7 @@ int vmt_thread_suspend(vmt_thread_t *t, vmt_suspend_reason_t reason, int64_t tim
   if (straggler) *straggler = (vmt_straggler_t){0};
   if (!vmt__record_ref_if_live(t)) return -EINVAL;
   vmt_thread_t *self = vmt__current;
-  vmt__vlock_acquire(&vmt__suspend_lock);
+  vmt_os_futex_lock(&vmt__suspend_lock);
   int rc = 0;
   uint32_t w = 0;
   if (t != self && self_suspended(self))
@@ -74,7 +74,7 @@ int vmt_thread_suspend(vmt_thread_t *t, vmt_suspend_reason_t reason, int64_t tim
     rc = -EOVERFLOW;
   else
     w = count_up(t, reason);
-  vmt__vlock_release(&vmt__suspend_lock);
+  vmt_os_futex_unlock(&vmt__suspend_lock);
   uint32_t state = w & VMT__EXEC_STATE_MASK;
   if (rc == 0 && state == VMT_EXEC_EXITED) rc = -ESRCH;
   if (rc == 0 && t == self) {
@@ -86,9 +86,9 @@ int vmt_thread_suspend(vmt_thread_t *t, vmt_suspend_reason_t reason, int64_t tim
     if (rc == -ETIMEDOUT && straggler) *straggler = res.straggler;
   }
   if (rc == -ESRCH || rc == -ETIMEDOUT) {
-    vmt__vlock_acquire(&vmt__suspend_lock);
+    vmt_os_futex_lock(&vmt__suspend_lock);
     count_down(t, reason);
-    vmt__vlock_release(&vmt__suspend_lock);
+    vmt_os_futex_unlock(&vmt__suspend_lock);
   }
   vmt__record_unref(t);
   return rc;
@@ -97,12 +97,12 @@ int vmt_thread_suspend(vmt_thread_t *t, vmt_suspend_reason_t reason, int64_t tim
 int vmt_thread_resume(vmt_thread_t *t, vmt_suspend_reason_t reason) {
   if (t == NULL || !reason_ok(reason) || !vmt__record_ref_if_live(t)) return -EINVAL;
   int rc = 0;
-  vmt__vlock_acquire(&vmt__suspend_lock);
+  vmt_os_futex_lock(&vmt__suspend_lock);
   if (t->vms.suspend_counts[reason] <= 0)
     rc = -EINVAL;
   else
     count_down(t, reason);
-  vmt__vlock_release(&vmt__suspend_lock);
+  vmt_os_futex_unlock(&vmt__suspend_lock);
   vmt__record_unref(t);
   return rc;
 }
@@ -132,7 +132,7 @@ int vmt_thread_suspend_all(vmt_suspend_reason_t reason, int64_t timeout_ns,
   }
   size_t c = 0, r = 0;
   int rc = 0;
-  vmt__vlock_acquire(&vmt__suspend_lock);
+  vmt_os_futex_lock(&vmt__suspend_lock);
   if (self_suspended(self)) rc = -EDEADLK;
   for (size_t i = 0; rc == 0 && i < snap->count; i++) {
     vmt_thread_t *t = snap->threads[i];
@@ -145,7 +145,7 @@ int vmt_thread_suspend_all(vmt_suspend_reason_t reason, int64_t timeout_ns,
     counted[c++] = t;
     if (!vmt__exec_is_safe(s)) nodes[r++].target = t;
   }
-  vmt__vlock_release(&vmt__suspend_lock);
+  vmt_os_futex_unlock(&vmt__suspend_lock);
   if (rc == 0 && r > 0) {
     vmt_handshake_result_t res = {0};
     int saved = vmt__region_enter(self);
@@ -154,9 +154,9 @@ int vmt_thread_suspend_all(vmt_suspend_reason_t reason, int64_t timeout_ns,
     if (rc == -ETIMEDOUT && straggler) *straggler = res.straggler;
   }
   if (rc != 0) {
-    vmt__vlock_acquire(&vmt__suspend_lock);
+    vmt_os_futex_lock(&vmt__suspend_lock);
     for (size_t i = 0; i < c; i++) count_down(counted[i], reason);
-    vmt__vlock_release(&vmt__suspend_lock);
+    vmt_os_futex_unlock(&vmt__suspend_lock);
   }
   free(nodes);
   free(counted);
@@ -170,14 +170,14 @@ int vmt_thread_resume_all(vmt_suspend_reason_t reason) {
   const vmt__snapshot_t *snap = vmt__registry_acquire();
   if (snap == NULL) return -ENOMEM;
   int resumed = 0;
-  vmt__vlock_acquire(&vmt__suspend_lock);
+  vmt_os_futex_lock(&vmt__suspend_lock);
   for (size_t i = 0; i < snap->count; i++) {
     vmt_thread_t *t = snap->threads[i];
     if (t == self || t->vms.suspend_counts[reason] <= 0) continue;
     count_down(t, reason);
     resumed++;
   }
-  vmt__vlock_release(&vmt__suspend_lock);
+  vmt_os_futex_unlock(&vmt__suspend_lock);
   vmt__registry_release(snap);
   return resumed;
 }

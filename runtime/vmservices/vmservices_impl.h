@@ -50,13 +50,6 @@ _Static_assert(__builtin_offsetof(struct vmt_thread, exec) == VMT_POLL_OFFSET,
                "the poll word is where include/vmthread/vmservices.h says it is");
 _Static_assert(VMT__SUSPEND_REASONS == VMT_SUSPEND_REASON_COUNT, "one count per reason");
 
-static inline void vmt__vms_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ __volatile__("yield");
-#endif
-}
 
 /* A requester spins this long for an answer before it sleeps on a futex: a target running on
  * another CPU answers within a microsecond (the poll-word round trip is 0.2-0.3 us here,
@@ -85,30 +78,8 @@ static inline bool vmt__vms_spin_turn(int64_t start) {
   if (waited >= VMT__VMS_PAUSE_NS)
     sched_yield();
   else
-    vmt__vms_relax();
+    vmt_os_cpu_relax();
   return true;
-}
-
-/* ---- A tiny futex lock (0 free, 1 held, 2 held with sleepers: Drepper's mutex2). Held for
- * a few stores only (queue links, flag changes), never across an operation's fn. -------- */
-static inline void vmt__vlock_acquire(_Atomic uint32_t *l) {
-  uint32_t expected = 0;
-  if (atomic_compare_exchange_strong_explicit(l, &expected, 1, memory_order_acquire,
-                                              memory_order_relaxed))
-    return;
-  for (int i = 0; i < 100; i++) {
-    expected = 0;
-    if (atomic_load_explicit(l, memory_order_relaxed) == 0 &&
-        atomic_compare_exchange_strong_explicit(l, &expected, 1, memory_order_acquire,
-                                                memory_order_relaxed))
-      return;
-    vmt__vms_relax();
-  }
-  while (atomic_exchange_explicit(l, 2, memory_order_acquire) != 0)
-    vmt_os_futex_wait(l, 2, VMT_OS_NO_DEADLINE);
-}
-static inline void vmt__vlock_release(_Atomic uint32_t *l) {
-  if (atomic_exchange_explicit(l, 0, memory_order_release) == 2) vmt_os_futex_wake(l, 1);
 }
 
 /* ---- Operations ------------------------------------------------------------------------ */
