@@ -52,6 +52,10 @@ typedef enum vmt__fault_site {
    * table: a hook there is a thread holding glibc's loader lock at that moment, for as long as
    * it likes (a fork then, test/loader_fork_linux_internal_test.c). */
   VMT__FAULT_LOADER_HELD,
+  /* profiler/session.c, in vmt_prof_set_thread_excluded(t, false)'s arming, right after an
+   * arming attempt found t claimed by another party and before it looks at t's state again: a
+   * hook there is that party letting go at that moment (test/profiler_internal_test.c). */
+  VMT__FAULT_PROF_ARM_CLAIMED,
   VMT__FAULT_SITE_COUNT,
 } vmt__fault_site_t;
 

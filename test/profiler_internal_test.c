@@ -198,6 +198,47 @@ static void test_include_while_another_party_claims(void **state) {
   assert_int_equal(vmt_prof_clear(), 0);
 }
 
+/* The other party lets go of its claim exactly between the put-back's arming attempt (which
+ * found the claim) and its second look at t's state: the hook at VMT__FAULT_PROF_ARM_CLAIMED
+ * is that party. A put-back that stopped at the IDLE it then read left t unarmed (a TSan CI
+ * run of test_include_while_another_party_claims, its helper late). */
+static vmt_thread_t *_Atomic let_go_of;
+static void let_go_once(void *arg) {
+  (void)arg;
+  vmt_thread_t *t = atomic_exchange(&let_go_of, NULL);
+  if (t) atomic_store(&t->prof.state, VMT__PROF_IDLE);
+}
+
+static void test_include_when_the_claim_goes_between_two_looks(void **state) {
+  (void)state;
+  latch_t go;
+  latch_init(&go);
+  vmt_thread_t *t;
+  assert_int_equal(vmt_thread_start(&t, end_at_once, &go), 0);
+  assert_int_equal(vmt_prof_set_thread_excluded(t, true), 0);
+  assert_int_equal(vmt_prof_start(NULL), 0);
+  uint32_t idle = VMT__PROF_IDLE;
+  assert_true(atomic_compare_exchange_strong(&t->prof.state, &idle, VMT__PROF_BUSY));
+  atomic_store(&let_go_of, t);
+  vmt__fault_set_hook(VMT__FAULT_PROF_ARM_CLAIMED, let_go_once, NULL);
+  int rc = vmt_prof_set_thread_excluded(t, false);
+  vmt__fault_disarm_all();
+  uint32_t after = atomic_load(&t->prof.state);
+  bool slot = atomic_load(&t->prof.slot) != NULL;
+  bool hooked = atomic_load(&let_go_of) == NULL;
+  /* t ends before anything is asserted: a failure leaves no live thread to the next test. */
+  assert_int_equal(vmt_prof_stop(), 0);
+  latch_open(&go);
+  assert_int_equal(vmt_thread_join(t, NULL), 0);
+  assert_int_equal(rc, 0);
+  assert_true(hooked);
+  assert_int_equal(after, VMT__PROF_ARMED);
+  assert_true(slot);
+  vmt_thread_release(t);
+  latch_destroy(&go);
+  assert_int_equal(vmt_prof_clear(), 0);
+}
+
 static void *short_burn(void *arg) {
   (void)arg;
   burn_cpu_ns(200 * 1000);
@@ -342,6 +383,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_alloc_failure_at_start, teardown),
       cmocka_unit_test_teardown(test_exit_waits_for_arming_in_progress, teardown),
       cmocka_unit_test_teardown(test_include_while_another_party_claims, teardown),
+      cmocka_unit_test_teardown(test_include_when_the_claim_goes_between_two_looks, teardown),
       cmocka_unit_test_teardown(test_no_timer_left_behind, teardown),
       cmocka_unit_test_teardown(test_fork_child_ignores_vanished_armings, teardown),
   };

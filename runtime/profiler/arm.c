@@ -58,7 +58,7 @@ int vmt__prof_arm(vmt_thread_t *t) {
   uint32_t idle = VMT__PROF_IDLE;
   if (!atomic_compare_exchange_strong_explicit(&t->prof.state, &idle, VMT__PROF_BUSY,
                                                memory_order_seq_cst, memory_order_relaxed))
-    return 0;   /* armed already, or another party is at it */
+    return VMT__PROF_ARM_CLAIMED;   /* armed already, or another party is at it */
   const vmt__prof_config_t *cfg = &vmt__prof.cfg;
   int rc = 0;
   if (!atomic_load_explicit(&vmt__prof_arming, memory_order_seq_cst) ||

@@ -151,8 +151,10 @@ int vmt__prof_default_signal(void);
 
 /* ---- Arming (arm.c) --------------------------------------------------------------------- */
 /* Arms t if it is a live, idle, non-internal thread and the session still arms: 1 if this
- * call armed it, 0 if there was nothing to do, or the -errno of the buffer or the timer
- * (counted in arm_failures). */
+ * call armed it, VMT__PROF_ARM_CLAIMED if another party held t's claim or had armed it (t's
+ * state was not IDLE), 0 if there was nothing to do, or the -errno of the buffer or the
+ * timer (counted in arm_failures). */
+#define VMT__PROF_ARM_CLAIMED 2
 int vmt__prof_arm(vmt_thread_t *t);
 /* Disarms t if armed (waiting while another thread is arming or disarming it). self: t is
  * the calling thread; ending: t is ending (its end hook). The slot goes to *disarmed (stop) or,

@@ -237,9 +237,15 @@ int vmt_prof_set_walker(vmt_prof_walker_fn walker, vmt_prof_symbolizer_fn symbol
 static void arm_now(vmt_thread_t *t) {
   /* An ancestor's record (fork) may carry a BUSY of a party that is not here (arm.c). */
   if (!vmt__thread_of_this_process(t)) return;
-  while (vmt__prof_arm(t) == 0 &&
-         atomic_load_explicit(&t->prof.state, memory_order_seq_cst) == VMT__PROF_BUSY)
-    sched_yield();
+  /* Until this call armed t, declined it, failed, or finds it armed. A claim seen here that
+   * is let go before the state is read again (IDLE then) is tried again at once: stopping at
+   * IDLE left a put-back thread unarmed for the rest of the session (a TSan CI run). */
+  while (vmt__prof_arm(t) == VMT__PROF_ARM_CLAIMED) {
+    (void)vmt__fault_hit(VMT__FAULT_PROF_ARM_CLAIMED);   /* a hook point only */
+    uint32_t s = atomic_load_explicit(&t->prof.state, memory_order_seq_cst);
+    if (s == VMT__PROF_ARMED) break;
+    if (s == VMT__PROF_BUSY) sched_yield();
+  }
 }
 
 int vmt_prof_set_thread_excluded(vmt_thread_t *t, bool excluded) {
