@@ -162,18 +162,24 @@ static void *include_body(void *arg) {
   return NULL;
 }
 
+/* A thread that waits on go, excluded, with a session running; then a party (the drainer's
+ * rescan, say) claims it and reads the mark: excluded. */
+static vmt_thread_t *start_excluded_and_claim(latch_t *go) {
+  vmt_thread_t *t;
+  assert_int_equal(vmt_thread_start(&t, end_at_once, go), 0);
+  assert_int_equal(vmt_prof_set_thread_excluded(t, true), 0);
+  assert_int_equal(vmt_prof_start(NULL), 0);
+  assert_int_equal(atomic_load(&t->prof.state), VMT__PROF_IDLE);
+  uint32_t idle = VMT__PROF_IDLE;
+  assert_true(atomic_compare_exchange_strong(&t->prof.state, &idle, VMT__PROF_BUSY));
+  return t;
+}
+
 static void test_include_while_another_party_claims(void **state) {
   (void)state;
   latch_t go;
   latch_init(&go);
-  vmt_thread_t *t;
-  assert_int_equal(vmt_thread_start(&t, end_at_once, &go), 0);
-  assert_int_equal(vmt_prof_set_thread_excluded(t, true), 0);
-  assert_int_equal(vmt_prof_start(NULL), 0);
-  assert_int_equal(atomic_load(&t->prof.state), VMT__PROF_IDLE);
-  /* A party (the drainer's rescan, say) claims t and reads the mark: excluded. */
-  uint32_t idle = VMT__PROF_IDLE;
-  assert_true(atomic_compare_exchange_strong(&t->prof.state, &idle, VMT__PROF_BUSY));
+  vmt_thread_t *t = start_excluded_and_claim(&go);
   include_call_t c = {.t = t};
   pthread_t helper;
   assert_int_equal(pthread_create(&helper, NULL, include_body, &c), 0);
@@ -213,12 +219,7 @@ static void test_include_when_the_claim_goes_between_two_looks(void **state) {
   (void)state;
   latch_t go;
   latch_init(&go);
-  vmt_thread_t *t;
-  assert_int_equal(vmt_thread_start(&t, end_at_once, &go), 0);
-  assert_int_equal(vmt_prof_set_thread_excluded(t, true), 0);
-  assert_int_equal(vmt_prof_start(NULL), 0);
-  uint32_t idle = VMT__PROF_IDLE;
-  assert_true(atomic_compare_exchange_strong(&t->prof.state, &idle, VMT__PROF_BUSY));
+  vmt_thread_t *t = start_excluded_and_claim(&go);
   atomic_store(&let_go_of, t);
   vmt__fault_set_hook(VMT__FAULT_PROF_ARM_CLAIMED, let_go_once, NULL);
   int rc = vmt_prof_set_thread_excluded(t, false);
