@@ -12,7 +12,8 @@
  * a joiner counted itself asleep (join_sleepers; Dekker's pattern with the set), or stops
  * waiting as soon as the target is TERMINATED (the state is set before that bookkeeping, and a
  * TERMINATED thread is not alive for Java's join), then reaps with pthread_join, which returns
- * once the kernel has cleared the thread's tid at its very end. A thread without record joining without a timeout cannot be interrupted: it waits in
+ * once the kernel has cleared the thread's tid at its very end. A thread without record
+ * joining without a timeout cannot be interrupted: it waits in
  * pthread_join alone, one sleep and no wake-up call in the exiting thread.
  *
  * Cancellation: both waits are cancellation points (pthread_join is one; the futex wait tests
