@@ -38,6 +38,7 @@
 #include "runtime/fault.h"
 #include "runtime/profiler/profiler_impl.h"
 #include "test/cpu_burn.h"
+#include "test/mx_util.h"
 #include "test/thread_util.h"
 
 /* POSIX timers of this process ("ID: n" per timer; -1 if the kernel does not list them). */
@@ -61,11 +62,16 @@ static int teardown(void **state) {
 
 static void test_timer_failure_arms_nothing(void **state) {
   (void)state;
-  latch_t hold;
-  latch_init(&hold);
+  /* The threads are held at a gate they have reached, not at a latch they may not have: a
+   * thread's own start hook arms it (start.c, before its body), and one the scheduler ran
+   * late armed itself once the faults below were disarmed (CI, 1 run in ~300 here: its claim
+   * was BUSY at the check of its state). */
+  gate_t hold;
+  gate_init(&hold);
   enum { N = 3 };
   vmt_thread_t *t[N];
-  for (int i = 0; i < N; i++) assert_int_equal(vmt_thread_start(&t[i], wait_for_latch, &hold), 0);
+  for (int i = 0; i < N; i++) assert_int_equal(vmt_thread_start(&t[i], gate_body, &hold), 0);
+  gate_await(&hold, N);
   vmt__fault_arm(VMT__FAULT_TIMER, 0, -1, EAGAIN);
   assert_int_equal(vmt_prof_start(NULL), 0);
   vmt_prof_stats_t st;
@@ -79,12 +85,12 @@ static void test_timer_failure_arms_nothing(void **state) {
     assert_int_equal(atomic_load(&t[i]->prof.state), VMT__PROF_IDLE);
   assert_int_equal(vmt_prof_stop(), 0);
   if (timers_in_process() >= 0) assert_int_equal(timers_in_process(), 0);
-  latch_open(&hold);
+  gate_open(&hold);
   for (int i = 0; i < N; i++) {
     assert_int_equal(vmt_thread_join(t[i], NULL), 0);
     vmt_thread_release(t[i]);
   }
-  latch_destroy(&hold);
+  gate_destroy(&hold);
   assert_int_equal(vmt_prof_clear(), 0);
 }
 
