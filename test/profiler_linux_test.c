@@ -3,7 +3,9 @@
  * public API: the weighting contract on threads of known CPU time at 4, 10 and 20
  * ms; 10^4 thread lifetimes during sampling with every sample attributed to its own thread;
  * stop while signals are in flight (no handler work after stop returns, no signal left to kill
- * the process); fork while profiling; native stacks; the three outputs; the signal control.
+ * the process); fork while profiling; native stacks; the three outputs; the cooperative mode
+ * (samples in managed code taken at a poll, native code walked by the handler); the signal
+ * control.
  *
  * The weighting contract: the kernel sends a CPU timer's signal at a tick (4 ms at HZ=250)
  * that finds the thread running after an expiration, and counts the expirations since the
@@ -698,10 +700,18 @@ static void test_native_stacks_and_outputs(void **state) {
 
 /* ---- Cooperative mode: samples at polls ---------------------------------------------------- */
 /* A managed-code loop: half its CPU in a function that never polls, half in one that polls
- * every few microseconds, in phases of random length. The signal mode sees both; the cooperative mode puts the first
- * one's CPU on the second one's poll sites (the bias JEP 518 accepts). */
+ * every few microseconds, in phases of random length, then 40 ms in native code. The signal
+ * mode sees both managed functions; the cooperative mode puts the first one's CPU on the
+ * second one's poll sites (the bias JEP 518 accepts). Both see the native phase. */
 __attribute__((noinline)) void coop_no_poll(int64_t ns);
 __attribute__((noinline)) void coop_polls(vmt_thread_t *self, int64_t ns);
+__attribute__((noinline)) void coop_native(int64_t ns);
+/* Native code after the managed loop: a thread in a safe state is walked by the handler in
+ * both modes (docs/profiler.md). */
+__attribute__((noinline)) void coop_native(int64_t ns) {
+  burn_cpu_ns(ns);
+  __asm__ volatile("" ::: "memory");
+}
 __attribute__((noinline)) void coop_no_poll(int64_t ns) {
   burn_cpu_ns(ns);
   __asm__ volatile("" ::: "memory");
@@ -733,12 +743,17 @@ static void *managed_body(void *arg) {
     coop_polls(self, len[1]);
   }
   vmt_exec_enter(VMT_EXEC_NATIVE);
+  coop_native(40 * MS);
   return NULL;
 }
 
-/* Weight of this thread's samples: in all, with coop_no_poll on the stack, at a poll. */
-static void managed_profile(vmt_prof_mode_t mode, int64_t *all, int64_t *no_poll,
-                            int64_t *at_poll, vmt_prof_thread_stats_t *ts) {
+/* Weight of this thread's samples: in all, with coop_no_poll on the stack, at a poll, in
+ * managed code (a managed function on the stack) but not at a poll, in coop_native. */
+typedef struct coop_weights {
+  int64_t all, no_poll, at_poll, managed_off_poll, native, native_at_poll;
+} coop_weights_t;
+static void managed_profile(vmt_prof_mode_t mode, coop_weights_t *cw,
+                            vmt_prof_thread_stats_t *ts) {
   int64_t total = 300 * MS;
   vmt_prof_options_t o = {.flags = VMT_PROF_OPT_PERIOD | VMT_PROF_OPT_MODE,
                           .period_ns = 4 * MS, .mode = mode};
@@ -753,14 +768,21 @@ static void managed_profile(vmt_prof_mode_t mode, int64_t *all, int64_t *no_poll
   assert_int_equal(vmt_prof_collapsed_to_string(VMT_PROF_OUT_THREADS, &text, &len), 0);
   char root[48];
   snprintf(root, sizeof(root), "[%lld];", (long long)vmt_thread_id(t));
-  *all = *no_poll = *at_poll = 0;
+  *cw = (coop_weights_t){0};
   for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
     if (strstr(line, root) == NULL) continue;
     int64_t w = strtoll(strrchr(line, ' ') + 1, NULL, 10);
-    *all += w;
-    if (strstr(line, "coop_no_poll")) *no_poll += w;
+    cw->all += w;
+    if (strstr(line, "coop_no_poll")) cw->no_poll += w;
     /* vmt_poll_slow tail-calls the slow move at -O2: its frame may be gone. */
-    if (strstr(line, "vmt_poll_slow") || strstr(line, "vmt__exec_move_slow")) *at_poll += w;
+    bool at_poll = strstr(line, "vmt_poll_slow") || strstr(line, "vmt__exec_move_slow");
+    if (at_poll) cw->at_poll += w;
+    if (!at_poll && (strstr(line, "coop_no_poll") || strstr(line, "coop_polls")))
+      cw->managed_off_poll += w;
+    if (strstr(line, "coop_native")) {
+      cw->native += w;
+      if (at_poll) cw->native_at_poll += w;
+    }
   }
   free(text);
   vmt_thread_release(t);
@@ -769,19 +791,22 @@ static void managed_profile(vmt_prof_mode_t mode, int64_t *all, int64_t *no_poll
 
 static void test_cooperative_mode(void **state) {
   (void)state;
-  int64_t all[2], no_poll[2], at_poll[2];
+  coop_weights_t cw[2];
   vmt_prof_thread_stats_t ts[2];
   vmt_prof_mode_t modes[2] = {VMT_PROF_MODE_SIGNAL, VMT_PROF_MODE_COOPERATIVE};
   for (int m = 0; m < 2; m++) {
-    managed_profile(modes[m], &all[m], &no_poll[m], &at_poll[m], &ts[m]);
+    managed_profile(modes[m], &cw[m], &ts[m]);
     int64_t lost = 0;
     for (int c = 0; c < VMT_PROF_LOST_COUNT; c++) lost += ts[m].lost_weight[c];
+    double all = (double)cw[m].all;
     print_message("%s mode: weight %lld (lost %lld, tail %lld) of %lld expirations; in "
-                  "coop_no_poll %lld (%.1f%%), at a poll %lld (%.1f%%)\n",
-                  m ? "cooperative" : "signal", (long long)all[m], (long long)lost,
+                  "coop_no_poll %lld (%.1f%%), at a poll %lld (%.1f%%), in managed code off "
+                  "a poll %lld, in native code %lld\n",
+                  m ? "cooperative" : "signal", (long long)cw[m].all, (long long)lost,
                   (long long)ts[m].unsignalled, (long long)(ts[m].cpu_ns / (4 * MS)),
-                  (long long)no_poll[m], 100.0 * (double)no_poll[m] / (double)all[m],
-                  (long long)at_poll[m], 100.0 * (double)at_poll[m] / (double)all[m]);
+                  (long long)cw[m].no_poll, 100.0 * (double)cw[m].no_poll / all,
+                  (long long)cw[m].at_poll, 100.0 * (double)cw[m].at_poll / all,
+                  (long long)cw[m].managed_off_poll, (long long)cw[m].native);
     /* Every expiration is a sample's weight, lost or the tail, in both modes. */
     assert_int_equal(ts[m].weight + lost + ts[m].unsignalled, ts[m].cpu_ns / (4 * MS));
   }
@@ -793,14 +818,21 @@ static void test_cooperative_mode(void **state) {
     return;
   }
   /* Signal mode: the non-polling half is seen (some 75 samples each in it with probability
-   * one half: fewer than a fifth there is a 1e-6 event), no sample is at a poll's slow path. */
-  assert_true(no_poll[0] > all[0] / 5);
-  assert_int_equal(at_poll[0], 0);
-  /* Cooperative mode: every managed sample is taken at a poll; the function that never polls
-   * is never on a stack (its CPU is on the poll sites'). */
-  assert_int_equal(no_poll[1], 0);
-  assert_int_equal(at_poll[1], all[1]);
-  assert_true(all[1] > 0);
+   * one half: fewer than a fifth there is a 1e-6 event), no sample is at a poll's slow path;
+   * the native phase (40 ms of CPU, 10 expirations) is seen. */
+  assert_true(cw[0].no_poll > cw[0].all / 5);
+  assert_int_equal(cw[0].at_poll, 0);
+  assert_true(cw[0].native > 0);
+  /* Cooperative mode: every sample taken in managed code is taken at a poll; the function
+   * that never polls is never on a stack (its CPU is on the poll sites'). Native code is
+   * walked by the handler where it runs, never deferred to a poll: before this test had a
+   * native phase, its one native sample in a run (the thread's start or exit path, CPU the
+   * timer counts too) failed "every sample at a poll" (CI, 1 run in 4). */
+  assert_int_equal(cw[1].no_poll, 0);
+  assert_int_equal(cw[1].managed_off_poll, 0);
+  assert_true(cw[1].at_poll > 0);
+  assert_true(cw[1].native > 0);
+  assert_int_equal(cw[1].native_at_poll, 0);
 }
 
 /* ---- Signal control ------------------------------------------------------------------------ */
