@@ -750,7 +750,7 @@ static void *managed_body(void *arg) {
 /* Weight of this thread's samples: in all, with coop_no_poll on the stack, at a poll, in
  * managed code (a managed function on the stack) but not at a poll, in coop_native. */
 typedef struct coop_weights {
-  int64_t all, no_poll, at_poll, managed_off_poll, native, native_at_poll;
+  int64_t all, no_poll, at_poll, managed_off_poll, native;
 } coop_weights_t;
 static void managed_profile(vmt_prof_mode_t mode, coop_weights_t *cw,
                             vmt_prof_thread_stats_t *ts) {
@@ -779,10 +779,7 @@ static void managed_profile(vmt_prof_mode_t mode, coop_weights_t *cw,
     if (at_poll) cw->at_poll += w;
     if (!at_poll && (strstr(line, "coop_no_poll") || strstr(line, "coop_polls")))
       cw->managed_off_poll += w;
-    if (strstr(line, "coop_native")) {
-      cw->native += w;
-      if (at_poll) cw->native_at_poll += w;
-    }
+    if (strstr(line, "coop_native")) cw->native += w;
   }
   free(text);
   vmt_thread_release(t);
@@ -824,15 +821,15 @@ static void test_cooperative_mode(void **state) {
   assert_int_equal(cw[0].at_poll, 0);
   assert_true(cw[0].native > 0);
   /* Cooperative mode: every sample taken in managed code is taken at a poll; the function
-   * that never polls is never on a stack (its CPU is on the poll sites'). Native code is
-   * walked by the handler where it runs, never deferred to a poll: before this test had a
-   * native phase, its one native sample in a run (the thread's start or exit path, CPU the
-   * timer counts too) failed "every sample at a poll" (CI, 1 run in 4). */
+   * that never polls is never on a stack (its CPU is on the poll sites'). Native code, which
+   * has no poll, is walked by the handler where it runs: weight deferred to a poll would
+   * never be walked there. Before this test had a native phase, the one native sample of a
+   * run (the thread's start or exit path, CPU the timer counts too) failed "every sample at
+   * a poll" (a flake hunt under Bazel, 1 run in 4). */
   assert_int_equal(cw[1].no_poll, 0);
   assert_int_equal(cw[1].managed_off_poll, 0);
   assert_true(cw[1].at_poll > 0);
   assert_true(cw[1].native > 0);
-  assert_int_equal(cw[1].native_at_poll, 0);
 }
 
 /* ---- Signal control ------------------------------------------------------------------------ */
