@@ -346,6 +346,45 @@ static void allocation_failures_leave_nothing_behind(void **state) {
   assert_true(succeeded);
 }
 
+/* The pool hands out its lowest-addressed free record first (record.c): threads that end in
+ * any order and are started again get records in address order, as fresh allocations are, so
+ * a walk in start order reads neighbouring records. Taken last in, first out, they came back
+ * in the order the records were given back, here a shuffle. */
+static void recycled_records_come_back_in_address_order(void **state) {
+  (void)state;
+  enum { K = 48 };
+  vmt_thread_t *t[K];
+  latch_t g;
+  latch_init(&g);
+  for (int i = 0; i < K; i++) assert_int_equal(vmt_thread_start(&t[i], wait_for_latch, &g), 0);
+  latch_open(&g);
+  for (int i = 0; i < K; i++) assert_int_equal(vmt_thread_join(t[i], NULL), 0);
+  uint64_t rng = 0x2545f4914f6cdd1dull;
+  for (int i = K - 1; i > 0; i--) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    int j = (int)(rng % (uint64_t)(i + 1));
+    vmt_thread_t *x = t[i];
+    t[i] = t[j];
+    t[j] = x;
+  }
+  size_t pool0 = vmt__record_pool_free_count();
+  for (int i = 0; i < K; i++) {
+    vmt_thread_release(t[i]);
+    vmt__registry_reclaim();   /* each record reaches the pool in the shuffled order */
+  }
+  assert_true(vmt__record_pool_free_count() >= pool0 + K);
+  latch_init(&g);
+  for (int i = 0; i < K; i++) assert_int_equal(vmt_thread_start(&t[i], wait_for_latch, &g), 0);
+  int out_of_order = 0;
+  for (int i = 1; i < K; i++) out_of_order += (uintptr_t)t[i] <= (uintptr_t)t[i - 1];
+  latch_open(&g);
+  for (int i = 0; i < K; i++) {
+    assert_int_equal(vmt_thread_join(t[i], NULL), 0);
+    vmt_thread_release(t[i]);
+  }
+  assert_int_equal(out_of_order, 0);
+}
+
 static void exits_tombstone_until_a_rebuild(void **state) {
   (void)state;
   /* A rebuild first (a tombstone to drop makes one): then the array has room for the appends
@@ -738,6 +777,7 @@ int main(void) {
       cmocka_unit_test_teardown(utf8_validation, teardown),
       cmocka_unit_test_teardown(fork_child_keeps_only_the_forking_thread, teardown),
       cmocka_unit_test_teardown(allocation_counters_follow_the_allocator, teardown),
+      cmocka_unit_test_teardown(recycled_records_come_back_in_address_order, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

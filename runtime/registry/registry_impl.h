@@ -19,7 +19,7 @@
 vmt__category_t *vmt__category_intern(const char *name);
 
 /* ---- Records (record.c) ---------------------------------------------------------------- */
-/* Records currently in the pool's free list (tests). */
+/* Records currently free in the pool (tests). */
 size_t vmt__record_pool_free_count(void);
 /* Gives t its id, and the default name ("vmt-thread-<id>", in the buffer record_init reserved)
  * if none was given. Called by the registry under its writer lock as the record becomes
