@@ -9,7 +9,7 @@
  * many is refused with -EINVAL.
  *
  * Type-stable pool. A record is never returned to malloc while the process lives: a freed
- * record has its magic cleared and goes to a free list, from which the next start takes it.
+ * record has its magic cleared and goes back to the pool, from which a start takes it.
  * A join or release through a stale handle then reads a cleared magic (or zero references) and
  * fails with -EINVAL instead of touching freed memory. The residual case: once a record has been
  * recycled for a new thread, a stale handle to the old one names the new thread, and nothing
