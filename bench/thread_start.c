@@ -405,8 +405,8 @@ static void live_phase(double *vm, double *pt, size_t at, size_t rounds, int pai
 }
 
 static void live_scaling(const vmtb_options_t *opts) {
-  size_t cycles = opts->quick ? 3 : opts->longrun ? 11 : 5;
-  size_t per_cycle = opts->quick ? 5 : opts->longrun ? 21 : 11;
+  size_t cycles = opts->quick ? 3 : opts->longrun ? 15 : 11;
+  size_t per_cycle = opts->quick ? 5 : opts->longrun ? 31 : 21;
   int pairs = opts->quick ? 50 : 100;
   vmtb_note(opts,
             "\nlive threads: start+join pairs (%d per round, one at a time) with %d and %d "
