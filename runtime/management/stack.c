@@ -190,8 +190,11 @@ static int walk_with(vmt__mx_stacks_t *s, vmt_thread_t *t, vmt_stack_frame_t **f
       continue;
     }
     /* A walker that fails (the thread left the VM's frames, say) leaves the trace empty: one
-     * thread's missing trace must not fail a whole dump. */
-    if (n < 0) n = 0;
+     * thread's missing trace must not fail a whole dump. It may have written frames before it
+     * gave up, and no count says how many: the whole buffer is cleared (rare), or the next
+     * thread's walk would find those fields set. */
+    bool failed = n < 0;
+    if (failed) n = 0;
     if (n > s->cap) n = s->cap;
     /* Reports about frames the walker did not return name no frame. */
     size_t kept = 0;
@@ -202,7 +205,7 @@ static int walk_with(vmt__mx_stacks_t *s, vmt_thread_t *t, vmt_stack_frame_t **f
     /* A walker may leave fields it does not know unset: they must read as zero for the next
      * thread too, as in a fresh buffer. Only the frames it counted are cleared (20 frames are
      * 640 bytes; the whole buffer, 2 KiB per thread). */
-    memset(s->buf, 0, (size_t)n * sizeof(*s->buf));
+    memset(s->buf, 0, (size_t)(failed ? s->cap : n) * sizeof(*s->buf));
     return rc;
   }
 }

@@ -1,0 +1,776 @@
+/*
+ * test/mx_adversarial_test.c: the management API and the profiler against OpenJDK's
+ * ThreadMXBean test semantics (test/jdk/java/lang/management/ThreadMXBean), on the edges an
+ * outside tester probes: ids that repeat, are dead, unknown or invalid, in array forms that cross
+ * the sweeps' chunks; switches turned off and on; counts across thread churn; deadlock cycles
+ * next to waits that are none; and the profiler's argument and life-cycle rules. Every check is
+ * a contract, never a timing. The main thread is attached; the deadlock cases run last (their
+ * threads are never released) and an alarm ends a hung run.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "mx_util.h"
+#include "monitor_util.h"
+
+#define UNKNOWN_ID INT64_MAX
+
+static vmt_thread_info_t *info_of(int64_t id, int32_t depth) {
+  vmt_thread_info_t *info = (vmt_thread_info_t *)1;
+  assert_int_equal(vmt_mx_get_thread_info(id, depth, &info), 0);
+  return info;
+}
+
+static vmt_thread_info_t *await_info_state(int64_t id, vmt_thread_state_t state) {
+  int64_t deadline = test_clock_ns(CLOCK_MONOTONIC) + MU_POLL_DEADLINE_NS;
+  for (;;) {
+    vmt_thread_info_t *info = info_of(id, 0);
+    if (info != NULL && info->state == state) return info;
+    vmt_mx_thread_info_free(info);
+    if (test_clock_ns(CLOCK_MONOTONIC) > deadline)
+      fail_msg("thread %lld never reached %s", (long long)id, vmt_thread_state_name(state));
+    mu_pause_1ms();
+  }
+}
+
+static void *noop_body(void *arg) {
+  (void)arg;
+  return NULL;
+}
+
+/* A thread that ran and was joined: its id is dead. */
+static int64_t ended_id(void) {
+  vmt_thread_t *t = start_named("adv-dead", false, noop_body, NULL);
+  assert_non_null(t);
+  int64_t id = vmt_thread_id(t);
+  vmt_thread_join(t, NULL);
+  vmt_thread_release(t);
+  return id;
+}
+
+/* ---- InvalidThreadID / ThreadCpuTime: ids that repeat, across sweep chunks ---------------- */
+
+/* getThreadCpuTime(long[]) with 200 ids (more than one 64-id chunk): the calling thread, a live
+ * gated thread, a dead and an unknown id, repeated and unsorted. Each element answers for its
+ * own id only: -1 for dead and unknown, a time for the live ones; user time likewise and
+ * never above the CPU time read after it. */
+static void cpu_time_arrays_answer_each_element_for_its_own_id(void **state) {
+  (void)state;
+  gate_t g;
+  vmt_thread_t *t = start_gated(&g, "adv-live", false);
+  int64_t live = vmt_thread_id(t), self = vmt_thread_id(vmt_thread_current());
+  int64_t dead = ended_id();
+  enum { N = 200 };
+  int64_t ids[N], cpu[N], user[N];
+  for (size_t i = 0; i < N; i++) {
+    switch (i % 5) {
+      case 0: ids[i] = self; break;
+      case 1: ids[i] = dead; break;
+      case 2: ids[i] = live; break;
+      case 3: ids[i] = UNKNOWN_ID; break;
+      default: ids[i] = (i & 1) ? self : live; break;
+    }
+  }
+  assert_int_equal(vmt_mx_get_thread_user_time_array(ids, N, user), 0);
+  assert_int_equal(vmt_mx_get_thread_cpu_time_array(ids, N, cpu), 0);
+  for (size_t i = 0; i < N; i++) {
+    if (ids[i] == dead || ids[i] == UNKNOWN_ID) {
+      assert_int_equal(cpu[i], -1);
+      assert_int_equal(user[i], -1);
+    } else {
+      assert_true(cpu[i] >= 0);
+      assert_true(user[i] >= 0);
+      assert_true(user[i] <= cpu[i]);
+    }
+  }
+  int64_t one;
+  assert_int_equal(vmt_mx_get_thread_cpu_time(dead, &one), 0);
+  assert_int_equal(one, -1);
+  assert_int_equal(vmt_mx_get_thread_user_time(dead, &one), 0);
+  assert_int_equal(one, -1);
+  /* One invalid element makes the whole call illegal (Java checks ids before anything). */
+  ids[N - 1] = 0;
+  assert_int_equal(vmt_mx_get_thread_cpu_time_array(ids, N, cpu), -EINVAL);
+  ids[N - 1] = INT64_MIN;
+  assert_int_equal(vmt_mx_get_thread_user_time_array(ids, N, user), -EINVAL);
+  assert_int_equal(vmt_mx_get_thread_cpu_time(-1, &one), -EINVAL);
+  assert_int_equal(vmt_mx_get_thread_user_time(0, &one), -EINVAL);
+  finish_gated(&g, t);
+}
+
+/* ThreadCpuTime: disabled, every form answers -1; enabled again, times resume and never go
+ * below what was read before the switch. */
+static void cpu_time_disabled_then_enabled_resumes_monotonic(void **state) {
+  (void)state;
+  gate_t g;
+  vmt_thread_t *t = start_gated(&g, "adv-cpu", false);
+  int64_t id = vmt_thread_id(t), self = vmt_thread_id(vmt_thread_current());
+  int64_t before_self, before_t, v;
+  assert_int_equal(vmt_mx_get_thread_cpu_time(self, &before_self), 0);
+  assert_int_equal(vmt_mx_get_thread_cpu_time(id, &before_t), 0);
+  assert_true(before_self >= 0 && before_t >= 0);
+  assert_int_equal(vmt_mx_set_thread_cpu_time_enabled(false), 0);
+  assert_int_equal(vmt_mx_get_current_thread_cpu_time(&v), 0);
+  assert_int_equal(v, -1);
+  assert_int_equal(vmt_mx_get_current_thread_user_time(&v), 0);
+  assert_int_equal(v, -1);
+  assert_int_equal(vmt_mx_get_thread_cpu_time(id, &v), 0);
+  assert_int_equal(v, -1);
+  assert_int_equal(vmt_mx_get_thread_user_time(self, &v), 0);
+  assert_int_equal(v, -1);
+  vmt_thread_info_t *info = info_of(id, 0);
+  assert_non_null(info);
+  assert_int_equal(info->cpu_time_ns, -1);
+  assert_int_equal(info->user_time_ns, -1);
+  vmt_mx_thread_info_free(info);
+  vmt_category_usage_t *u;
+  size_t n;
+  assert_int_equal(vmt_mx_get_category_usage(&u, &n), 0);
+  for (size_t i = 0; i < n; i++) assert_int_equal(u[i].cpu_time_ns, -1);
+  vmt_mx_category_usage_free(u);
+  assert_int_equal(vmt_mx_set_thread_cpu_time_enabled(true), 0);
+  burn_cpu_ms(5);
+  assert_int_equal(vmt_mx_get_thread_cpu_time(self, &v), 0);
+  assert_true(v >= before_self);
+  assert_int_equal(vmt_mx_get_thread_cpu_time(id, &v), 0);
+  assert_true(v >= before_t);
+  finish_gated(&g, t);
+}
+
+/* ---- ThreadInfoArray / MaxDepth / InvalidThreadID ----------------------------------------- */
+
+static void info_arrays_with_repeated_dead_and_unknown_ids(void **state) {
+  (void)state;
+  gate_t g;
+  vmt_thread_t *t = start_gated(&g, "adv-info", false);
+  int64_t live = vmt_thread_id(t), self = vmt_thread_id(vmt_thread_current());
+  int64_t dead = ended_id();
+  int64_t ids[] = {live, dead, self, live, UNKNOWN_ID, self, dead, live};
+  size_t n = sizeof(ids) / sizeof(ids[0]);
+  vmt_thread_info_t **infos;
+  int32_t depths[] = {0, 1, 7, VMT_MX_MAX_DEPTH_ALL};
+  for (size_t d = 0; d < sizeof(depths) / sizeof(depths[0]); d++) {
+    assert_int_equal(vmt_mx_get_thread_info_array(ids, n, true, true, depths[d], &infos), 0);
+    for (size_t i = 0; i < n; i++) {
+      if (ids[i] == dead || ids[i] == UNKNOWN_ID) {
+        assert_null(infos[i]);
+        continue;
+      }
+      assert_non_null(infos[i]);
+      assert_int_equal(infos[i]->id, ids[i]);
+      assert_true(infos[i]->frame_count <= (size_t)depths[d]);
+      if (depths[d] == 0) assert_null(infos[i]->frames);
+    }
+    vmt_mx_thread_info_array_free(infos, n);
+  }
+  /* A negative depth or an invalid id anywhere: IllegalArgumentException, nothing returned. */
+  infos = (vmt_thread_info_t **)1;
+  assert_int_equal(vmt_mx_get_thread_info_array(ids, n, false, false, -1, &infos), -EINVAL);
+  assert_int_equal(vmt_mx_get_thread_info_array(ids, n, false, false, INT32_MIN, &infos),
+                   -EINVAL);
+  int64_t bad[] = {live, -5};
+  assert_int_equal(vmt_mx_get_thread_info_array(bad, 2, false, false, 0, &infos), -EINVAL);
+  assert_ptr_equal(infos, (vmt_thread_info_t **)1);
+  vmt_thread_info_t *one = (vmt_thread_info_t *)1;
+  assert_int_equal(vmt_mx_get_thread_info(live, -1, &one), -EINVAL);
+  assert_int_equal(vmt_mx_get_thread_info(0, 0, &one), -EINVAL);
+  assert_null(info_of(dead, 0));
+  assert_null(info_of(UNKNOWN_ID, VMT_MX_MAX_DEPTH_ALL));
+  size_t count;
+  assert_int_equal(vmt_mx_dump_all_threads(false, false, -1, &infos, &count), -EINVAL);
+  /* The calling thread's own stack with the largest depth: some frames, never more than asked. */
+  one = info_of(self, VMT_MX_MAX_DEPTH_ALL);
+  assert_non_null(one);
+  assert_true(one->frame_count > 0);
+  vmt_mx_thread_info_free(one);
+  one = info_of(self, 1);
+  assert_true(one->frame_count <= 1);
+  vmt_mx_thread_info_free(one);
+  finish_gated(&g, t);
+}
+
+/* ---- ThreadCounts / ResetPeakThreadCount / AllThreadIds ----------------------------------- */
+
+static void counts_across_churn_and_peak_reset(void **state) {
+  (void)state;
+  int32_t live0 = vmt_mx_get_thread_count(), daemon0 = vmt_mx_get_daemon_thread_count();
+  int64_t started0 = vmt_mx_get_total_started_thread_count();
+  enum { K = 6 };
+  gate_t g;
+  gate_init(&g);
+  vmt_thread_t *ts[K];
+  for (int i = 0; i < K; i++) {
+    ts[i] = start_named("adv-count", i % 2 == 0, gate_body, &g);
+    assert_non_null(ts[i]);
+  }
+  gate_await(&g, K);
+  assert_int_equal(vmt_mx_get_thread_count(), live0 + K);
+  assert_int_equal(vmt_mx_get_daemon_thread_count(), daemon0 + K / 2);
+  assert_true(vmt_mx_get_peak_thread_count() >= live0 + K);
+  int64_t *ids;
+  size_t n;
+  assert_int_equal(vmt_mx_get_all_thread_ids(&ids, &n), 0);
+  assert_int_equal(n, (size_t)(live0 + K));
+  for (int i = 0; i < K; i++) assert_true(ids_contain(ids, n, vmt_thread_id(ts[i])));
+  for (size_t i = 1; i < n; i++) assert_true(ids[i - 1] < ids[i]);
+  vmt_mx_ids_free(ids);
+  gate_open(&g);
+  for (int i = 0; i < K; i++) {
+    vmt_thread_join(ts[i], NULL);
+    vmt_thread_release(ts[i]);
+  }
+  gate_destroy(&g);
+  assert_int_equal(vmt_mx_get_thread_count(), live0);
+  assert_int_equal(vmt_mx_get_daemon_thread_count(), daemon0);
+  /* Ended threads stay in the started total. */
+  assert_int_equal(vmt_mx_get_total_started_thread_count(), started0 + K);
+  /* resetPeakThreadCount: the peak becomes the live count, then follows new starts. */
+  vmt_mx_reset_peak_thread_count();
+  assert_int_equal(vmt_mx_get_peak_thread_count(), live0);
+  gate_t g2;
+  vmt_thread_t *t = start_gated(&g2, "adv-peak", false);
+  assert_int_equal(vmt_mx_get_peak_thread_count(), live0 + 1);
+  finish_gated(&g2, t);
+  assert_int_equal(vmt_mx_get_peak_thread_count(), live0 + 1);
+  vmt_mx_reset_peak_thread_count();
+  assert_int_equal(vmt_mx_get_peak_thread_count(), live0);
+  assert_int_equal(vmt_mx_get_total_started_thread_count(), started0 + K + 1);
+}
+
+/* A thread attached and detached: its id is dead afterwards (null, -1), never another's. */
+typedef struct attach_probe {
+  int64_t id;
+} attach_probe_t;
+
+static void *attach_detach(void *arg) {
+  attach_probe_t *p = arg;
+  vmt_thread_t *me = NULL;
+  if (vmt_thread_attach(NULL, &me) == 0) {
+    p->id = vmt_thread_id(me);
+    vmt_thread_detach();
+  }
+  return NULL;
+}
+
+static void detached_thread_id_is_dead(void **state) {
+  (void)state;
+  int64_t started0 = vmt_mx_get_total_started_thread_count();
+  attach_probe_t p = {0};
+  pthread_t pt;
+  assert_int_equal(pthread_create(&pt, NULL, attach_detach, &p), 0);
+  pthread_join(pt, NULL);
+  assert_true(p.id > 0);
+  assert_int_equal(vmt_mx_get_total_started_thread_count(), started0 + 1);
+  assert_null(info_of(p.id, 0));
+  int64_t v;
+  assert_int_equal(vmt_mx_get_thread_cpu_time(p.id, &v), 0);
+  assert_int_equal(v, -1);
+  assert_int_equal(vmt_mx_get_thread_user_time(p.id, &v), 0);
+  assert_int_equal(v, -1);
+  if (vmt_mx_is_thread_allocated_memory_supported()) {
+    assert_int_equal(vmt_mx_get_thread_allocated_bytes(p.id, &v), 0);
+    assert_int_equal(v, -1);
+  }
+}
+
+/* ---- SynchronizationStatistics / ThreadBlockedCount / Locks ------------------------------- */
+
+static void blocked_counts_kept_while_monitoring_is_off_and_lock_fields(void **state) {
+  (void)state;
+  bool was = vmt_mx_is_thread_contention_monitoring_enabled();
+  assert_int_equal(vmt_mx_set_thread_contention_monitoring_enabled(false), 0);
+  vmt_monitor_t *m;
+  assert_int_equal(vmt_monitor_create(&m, "adv-lock"), 0);
+  int64_t self = vmt_thread_id(vmt_thread_current());
+  for (int round = 0; round < 3; round++) {
+    vmt_monitor_enter(m);
+    vmt_thread_t *t = start_named("adv-blocked", false, enter_and_leave, m);
+    int64_t id = vmt_thread_id(t);
+    vmt_thread_info_t *info = await_info_state(id, VMT_THREAD_BLOCKED);
+    assert_non_null(info->lock);
+    assert_int_equal(info->lock_owner_id, self);
+    assert_non_null(info->lock_owner_name);
+    assert_int_equal(info->blocked_time_ns, -1);
+    assert_int_equal(info->waited_time_ns, -1);
+    vmt_mx_thread_info_free(info);
+    vmt_monitor_exit(m);
+    /* After the release: the thread ran on, never blocked on m again. Its count is kept. */
+    vmt_thread_join(t, NULL);
+    vmt_thread_release(t);
+  }
+  vmt_monitor_destroy(m);
+  assert_int_equal(vmt_mx_set_thread_contention_monitoring_enabled(was), 0);
+}
+
+typedef struct blocker3 {
+  vmt_monitor_t *m;
+  gate_t g;
+} blocker3_t;
+
+static void *block_three_times(void *arg) {
+  blocker3_t *b = arg;
+  for (int i = 0; i < 3; i++) {
+    gate_pass(&b->g);
+    vmt_monitor_enter(b->m);
+    vmt_monitor_exit(b->m);
+  }
+  gate_pass(&b->g);
+  return NULL;
+}
+
+static void blocked_count_is_counted_with_monitoring_off(void **state) {
+  (void)state;
+  bool was = vmt_mx_is_thread_contention_monitoring_enabled();
+  assert_int_equal(vmt_mx_set_thread_contention_monitoring_enabled(false), 0);
+  blocker3_t b;
+  gate_init(&b.g);
+  assert_int_equal(vmt_monitor_create(&b.m, "adv-three"), 0);
+  vmt_thread_t *t = start_named("adv-three", false, block_three_times, &b);
+  int64_t id = vmt_thread_id(t);
+  for (int i = 0; i < 3; i++) {
+    gate_await(&b.g, i + 1);
+    vmt_monitor_enter(b.m);
+    gate_open(&b.g);
+    vmt_mx_thread_info_free(await_info_state(id, VMT_THREAD_BLOCKED));
+    vmt_monitor_exit(b.m);
+  }
+  gate_await(&b.g, 4);
+  vmt_thread_info_t *info = info_of(id, 0);
+  assert_non_null(info);
+  assert_int_equal(info->blocked_count, 3);
+  assert_int_equal(info->blocked_time_ns, -1);
+  vmt_mx_thread_info_free(info);
+  /* Enabled now: times are measured from zero. */
+  assert_int_equal(vmt_mx_set_thread_contention_monitoring_enabled(true), 0);
+  info = info_of(id, 0);
+  assert_int_equal(info->blocked_count, 3);
+  assert_int_equal(info->blocked_time_ns, 0);
+  vmt_mx_thread_info_free(info);
+  gate_open(&b.g);
+  vmt_thread_join(t, NULL);
+  vmt_thread_release(t);
+  vmt_monitor_destroy(b.m);
+  gate_destroy(&b.g);
+  assert_int_equal(vmt_mx_set_thread_contention_monitoring_enabled(was), 0);
+}
+
+/* ---- ThreadAllocatedMemory ---------------------------------------------------------------- */
+
+static void allocated_bytes_grow_with_allocations_and_dead_is_minus_one(void **state) {
+  (void)state;
+  if (!vmt_mx_is_thread_allocated_memory_supported()) {
+    int64_t v;
+    assert_int_equal(vmt_mx_get_thread_allocated_bytes(0, &v), -EINVAL);
+    assert_int_equal(vmt_mx_get_thread_allocated_bytes(1, &v), -ENOTSUP);
+    printf("allocated memory unsupported in this build (no jemalloc): skipped\n");
+    skip();
+  }
+  int64_t self = vmt_thread_id(vmt_thread_current());
+  int64_t a, b, c;
+  assert_int_equal(vmt_mx_get_current_thread_allocated_bytes(&a), 0);
+  void *volatile p = malloc(1 << 20);
+  assert_non_null(p);
+  assert_int_equal(vmt_mx_get_current_thread_allocated_bytes(&b), 0);
+  assert_int_equal(vmt_mx_get_thread_allocated_bytes(self, &c), 0);
+  free(p);
+  assert_true(b - a >= (1 << 20));
+  assert_true(c >= b);
+  int64_t dead = ended_id();
+  int64_t ids[] = {self, dead, UNKNOWN_ID, self};
+  int64_t out[4];
+  assert_int_equal(vmt_mx_get_thread_allocated_bytes_array(ids, 4, out), 0);
+  assert_true(out[0] >= c);
+  assert_int_equal(out[1], -1);
+  assert_int_equal(out[2], -1);
+  assert_true(out[3] >= out[0]);
+  ids[2] = -1;
+  assert_int_equal(vmt_mx_get_thread_allocated_bytes_array(ids, 4, out), -EINVAL);
+  int64_t tot1, tot2;
+  assert_int_equal(vmt_mx_get_total_thread_allocated_bytes(&tot1), 0);
+  assert_int_equal(vmt_mx_get_total_thread_allocated_bytes(&tot2), 0);
+  assert_true(tot2 >= tot1);
+  assert_int_equal(vmt_mx_set_thread_allocated_memory_enabled(false), 0);
+  assert_int_equal(vmt_mx_get_current_thread_allocated_bytes(&a), 0);
+  assert_int_equal(a, -1);
+  assert_int_equal(vmt_mx_get_thread_allocated_bytes(self, &a), 0);
+  assert_int_equal(a, -1);
+  assert_int_equal(vmt_mx_set_thread_allocated_memory_enabled(true), 0);
+  assert_int_equal(vmt_mx_get_current_thread_allocated_bytes(&a), 0);
+  assert_true(a >= c);
+}
+
+/* ---- Dumps under churn -------------------------------------------------------------------- */
+
+static _Atomic bool churn_stop;
+
+static void *churner(void *arg) {
+  (void)arg;
+  while (!atomic_load(&churn_stop)) {
+    vmt_thread_t *t = start_named("adv-churn", false, noop_body, NULL);
+    if (t) {
+      vmt_thread_join(t, NULL);
+      vmt_thread_release(t);
+    }
+  }
+  return NULL;
+}
+
+static void dumps_under_churn(void **state) {
+  (void)state;
+  atomic_store(&churn_stop, false);
+  vmt_thread_t *c = start_named("adv-churner", false, churner, NULL);
+  for (int i = 0; i < 50; i++) {
+    char *s;
+    size_t len;
+    assert_int_equal(vmt_mx_thread_dump_to_string(&s, &len), 0);
+    assert_int_equal(strlen(s), len);
+    free(s);
+    assert_int_equal(vmt_mx_thread_dump_json_to_string(&s, &len), 0);
+    free(s);
+    vmt_thread_info_t **infos;
+    size_t n;
+    assert_int_equal(vmt_mx_dump_all_threads(true, true, VMT_MX_MAX_DEPTH_ALL, &infos, &n), 0);
+    for (size_t k = 0; k < n; k++) {
+      assert_non_null(infos[k]);
+      if (k) assert_true(infos[k - 1]->id < infos[k]->id);
+    }
+    vmt_mx_thread_info_array_free(infos, n);
+  }
+  atomic_store(&churn_stop, true);
+  vmt_thread_join(c, NULL);
+  vmt_thread_release(c);
+}
+
+/* ---- Profiler ----------------------------------------------------------------------------- */
+
+static void *burn_body(void *arg) {
+  burn_cpu_ms((int)(intptr_t)arg);
+  return NULL;
+}
+
+static void profiler_arguments_and_life_cycle(void **state) {
+  (void)state;
+  vmt_prof_options_t o;
+  memset(&o, 0, sizeof(o));
+  o.flags = VMT_PROF_OPT_PERIOD;
+  o.period_ns = VMT_PROF_PERIOD_MIN_NS - 1;
+  assert_int_equal(vmt_prof_start(&o), -EINVAL);
+  o.period_ns = VMT_PROF_PERIOD_MAX_NS + 1;
+  assert_int_equal(vmt_prof_start(&o), -EINVAL);
+  o.period_ns = -1;
+  assert_int_equal(vmt_prof_start(&o), -EINVAL);
+  o.flags = VMT_PROF_OPT_MAX_DEPTH;
+  o.max_depth = 0;
+  assert_int_equal(vmt_prof_start(&o), -EINVAL);
+  o.max_depth = VMT_PROF_MAX_DEPTH_LIMIT + 1;
+  assert_int_equal(vmt_prof_start(&o), -EINVAL);
+  o.flags = VMT_PROF_OPT_SIGNAL;
+  o.signal = SIGKILL;
+  assert_int_equal(vmt_prof_start(&o), -EINVAL);
+  o.signal = SIGSEGV;
+  assert_int_equal(vmt_prof_start(&o), -EINVAL);
+  o.signal = 0;
+  assert_int_equal(vmt_prof_start(&o), -EINVAL);
+  o.signal = 1000;
+  assert_int_equal(vmt_prof_start(&o), -EINVAL);
+  o.flags = VMT_PROF_OPT_BUFFER;
+  o.buffer_bytes = VMT_PROF_BUFFER_MIN - 1;
+  assert_int_equal(vmt_prof_start(&o), -EINVAL);
+  o.buffer_bytes = VMT_PROF_BUFFER_MAX + 1;
+  assert_int_equal(vmt_prof_start(&o), -EINVAL);
+  o.flags = VMT_PROF_OPT_MODE;
+  o.mode = (vmt_prof_mode_t)7;
+  assert_int_equal(vmt_prof_start(&o), -EINVAL);
+  o.flags = 1u << 20;
+  assert_int_equal(vmt_prof_start(&o), -EINVAL);
+  assert_false(vmt_prof_is_running());
+  assert_int_equal(vmt_prof_stop(), 0);
+  for (int run = 0; run < 3; run++) {
+    int rc = vmt_prof_start(NULL);
+    if (rc == -ENOTSUP) skip();
+    assert_int_equal(rc, 0);
+    assert_true(vmt_prof_is_running());
+    assert_int_equal(vmt_prof_start(NULL), -EALREADY);
+    assert_int_equal(vmt_prof_clear(), -EBUSY);
+    /* Threads that start and exit while sampled. */
+    for (int i = 0; i < 4; i++) {
+      vmt_thread_t *t = start_named("adv-prof", false, burn_body, (void *)(intptr_t)30);
+      assert_non_null(t);
+      vmt_thread_join(t, NULL);
+      vmt_thread_release(t);
+    }
+    assert_int_equal(vmt_prof_stop(), 0);
+    assert_false(vmt_prof_is_running());
+    assert_int_equal(vmt_prof_stop(), 0);
+    vmt_prof_stats_t st;
+    assert_int_equal(vmt_prof_get_stats(&st), 0);
+    assert_false(st.running);
+    assert_true(st.threads >= 4);
+    assert_int_equal(st.threads_armed, 0);
+    char *s;
+    size_t len;
+    assert_int_equal(vmt_prof_collapsed_to_string(0, &s, &len), 0);
+    free(s);
+  }
+  assert_int_equal(vmt_prof_clear(), 0);
+  assert_int_equal(vmt_prof_get_stats(NULL), -EINVAL);
+}
+
+/* ---- SIGQUIT dump ------------------------------------------------------------------------- */
+
+static void sigquit_enable_disable_rules(void **state) {
+  (void)state;
+  FILE *sink = fopen("/dev/null", "w");
+  assert_non_null(sink);
+  int32_t live = vmt_mx_get_thread_count();
+  assert_int_equal(vmt_mx_disable_sigquit_dump(), 0);
+  assert_int_equal(vmt_mx_enable_sigquit_dump(sink), 0);
+  assert_int_equal(vmt_mx_enable_sigquit_dump(sink), -EALREADY);
+  /* The dump thread is never counted nor listed. */
+  assert_int_equal(vmt_mx_get_thread_count(), live);
+  int64_t *ids;
+  size_t n;
+  assert_int_equal(vmt_mx_get_all_thread_ids(&ids, &n), 0);
+  assert_int_equal(n, (size_t)live);
+  for (size_t i = 0; i < n; i++) assert_true(ids[i] > 0);
+  vmt_mx_ids_free(ids);
+  assert_int_equal(vmt_mx_disable_sigquit_dump(), 0);
+  assert_int_equal(vmt_mx_disable_sigquit_dump(), 0);
+  fclose(sink);
+}
+
+/* ---- Stack walker: a failed walk leaves nothing behind ------------------------------------ */
+
+typedef struct walk_plan {
+  int64_t failing_id;   /* its walk writes frames, then fails */
+} walk_plan_t;
+
+static char stale_function[] = "stale_function";
+static char stale_file[] = "stale.c";
+
+/* The failing thread's walk writes two full frames and answers -EIO (a walker that gives up
+ * half-way: "that thread's trace is then empty"); every other walk sets only pc, leaving the
+ * other fields unset, which "read as zero". */
+static int partly_failing_walker(vmt_thread_t *t, vmt_stack_frame_t *frames, int32_t max,
+                                 void *ctx) {
+  walk_plan_t *plan = ctx;
+  if (max < 2) return 0;
+  if (vmt_thread_id(t) == plan->failing_id) {
+    for (int i = 0; i < 2; i++)
+      frames[i] = (vmt_stack_frame_t){stale_function, stale_file, 7, 0x1000u + (uintptr_t)i};
+    return -EIO;
+  }
+  frames[0].pc = 0x2000;
+  frames[1].pc = 0x2001;
+  return 2;
+}
+
+/* vmt_mx_set_stack_walker: "fields it leaves unset in those frames read as zero", for every
+ * thread of a call, whatever the walk of the thread before it did. */
+static void a_failed_walk_leaves_nothing_for_the_next_thread(void **state) {
+  (void)state;
+  gate_t ga, gb;
+  vmt_thread_t *a = start_gated(&ga, "adv-walk-a", false);
+  vmt_thread_t *b = start_gated(&gb, "adv-walk-b", false);
+  walk_plan_t plan = {vmt_thread_id(a)};
+  vmt_mx_set_stack_walker(partly_failing_walker, &plan);
+  int64_t ids[] = {vmt_thread_id(a), vmt_thread_id(b)};
+  vmt_thread_info_t **infos;
+  assert_int_equal(vmt_mx_get_thread_info_array(ids, 2, false, false, 8, &infos), 0);
+  vmt_mx_set_stack_walker(NULL, NULL);
+  assert_non_null(infos[0]);
+  assert_non_null(infos[1]);
+  assert_int_equal(infos[0]->frame_count, 0);
+  assert_int_equal(infos[1]->frame_count, 2);
+  for (size_t i = 0; i < 2; i++) {
+    const vmt_stack_frame_t *f = &infos[1]->frames[i];
+    assert_string_equal(f->function, "??");
+    assert_null(f->file);
+    assert_int_equal(f->line, 0);
+    assert_int_equal(f->pc, 0x2000u + i);
+  }
+  vmt_mx_thread_info_array_free(infos, 2);
+  finish_gated(&ga, a);
+  finish_gated(&gb, b);
+}
+
+/* ---- FindDeadlocks / FindMonitorDeadlock (last: their threads never end) ------------------ */
+
+typedef struct wait_holder {
+  vmt_monitor_t *held;     /* held throughout */
+  vmt_monitor_t *waited;   /* waited on, with a timeout */
+  int64_t timeout_ns;
+  gate_t *g;
+} wait_holder_t;
+
+static void *hold_then_wait(void *arg) {
+  wait_holder_t *w = arg;
+  vmt_monitor_enter(w->held);
+  vmt_monitor_enter(w->waited);
+  gate_pass(w->g);
+  vmt_monitor_wait(w->waited, w->timeout_ns);
+  vmt_monitor_exit(w->waited);
+  vmt_monitor_exit(w->held);
+  return NULL;
+}
+
+typedef struct two_locks {
+  vmt_monitor_t *first, *second;
+  gate_t *g;
+} two_locks_t;
+
+static void *lock_first_then_second(void *arg) {
+  two_locks_t *l = arg;
+  vmt_monitor_enter(l->first);
+  gate_pass(l->g);
+  vmt_monitor_enter(l->second);
+  vmt_monitor_exit(l->second);
+  vmt_monitor_exit(l->first);
+  return NULL;
+}
+
+/* A thread in wait() has no edge: T1 holds A and waits on B; T2 holds B and blocks on A. No
+ * deadlock (FindDeadlocks: a waiting thread is not deadlocked). When T1's wait times out it
+ * must re-enter B, owned by T2: BLOCKED, and now the two are a real monitor deadlock. */
+static void waiting_is_no_deadlock_until_the_waiter_reenters(void **state) {
+  (void)state;
+  vmt_monitor_t *a, *b;
+  assert_int_equal(vmt_monitor_create(&a, "adv-A"), 0);
+  assert_int_equal(vmt_monitor_create(&b, "adv-B"), 0);
+  gate_t g1, g2;
+  gate_init(&g1);
+  gate_init(&g2);
+  wait_holder_t w = {a, b, 2000LL * MU_MS, &g1};
+  vmt_thread_t *t1 = start_named("adv-waiter", true, hold_then_wait, &w);
+  gate_await(&g1, 1);
+  gate_open(&g1);
+  int64_t id1 = vmt_thread_id(t1);
+  vmt_mx_thread_info_free(await_info_state(id1, VMT_THREAD_TIMED_WAITING));
+  two_locks_t l = {b, a, &g2};
+  vmt_thread_t *t2 = start_named("adv-blocker", true, lock_first_then_second, &l);
+  int64_t id2 = vmt_thread_id(t2);
+  gate_await(&g2, 1);
+  gate_open(&g2);
+  vmt_thread_info_t *i2 = await_info_state(id2, VMT_THREAD_BLOCKED);
+  assert_int_equal(i2->lock_owner_id, id1);
+  vmt_mx_thread_info_free(i2);
+  vmt_thread_info_t *i1 = info_of(id1, 0);
+  if (i1->state == VMT_THREAD_TIMED_WAITING) {
+    int64_t *ids;
+    size_t n;
+    assert_int_equal(vmt_mx_find_deadlocked_threads(&ids, &n), 0);
+    assert_false(ids && ids_contain(ids, n, id1));
+    vmt_mx_ids_free(ids);
+    assert_int_equal(vmt_mx_find_monitor_deadlocked_threads(&ids, &n), 0);
+    assert_false(ids && ids_contain(ids, n, id1));
+    vmt_mx_ids_free(ids);
+  }
+  vmt_mx_thread_info_free(i1);
+  vmt_mx_thread_info_free(await_info_state(id1, VMT_THREAD_BLOCKED));
+  int64_t *ids = NULL;
+  size_t n = 0;
+  MU_POLL_UNTIL((vmt_mx_ids_free(ids), vmt_mx_find_monitor_deadlocked_threads(&ids, &n) == 0 &&
+                 ids && ids_contain(ids, n, id1) && ids_contain(ids, n, id2)),
+                "the re-entry deadlock");
+  vmt_mx_ids_free(ids);
+  assert_int_equal(vmt_mx_find_deadlocked_threads(&ids, &n), 0);
+  assert_true(ids && ids_contain(ids, n, id1) && ids_contain(ids, n, id2));
+  vmt_mx_ids_free(ids);
+  vmt_thread_release(t1);
+  vmt_thread_release(t2);
+}
+
+typedef struct sync_pair {
+  vmt_sync_t *first, *second;
+  bool timed;
+  gate_t *g;
+} sync_pair_t;
+
+static void *sync_first_then_second(void *arg) {
+  sync_pair_t *p = arg;
+  vmt_sync_lock(p->first);
+  gate_pass(p->g);
+  if (p->timed)
+    vmt_sync_timed_lock(p->second, 3600LL * 1000 * MU_MS);
+  else
+    vmt_sync_lock(p->second);
+  return NULL;
+}
+
+/* A cycle of three synchronizers where one member waits in tryLock(timeout): HotSpot reports
+ * it (the thread is parked with the synchronizer as its blocker). Monitor finder: none. */
+static void three_synchronizer_cycle_with_a_timed_lock(void **state) {
+  (void)state;
+  vmt_sync_t *s[3];
+  for (int i = 0; i < 3; i++) assert_int_equal(vmt_sync_create(&s[i], "adv-S"), 0);
+  gate_t g;
+  gate_init(&g);
+  static sync_pair_t p[3];
+  vmt_thread_t *t[3];
+  int64_t id[3];
+  for (int i = 0; i < 3; i++) {
+    p[i] = (sync_pair_t){s[i], s[(i + 1) % 3], i == 1, &g};
+    t[i] = start_named("adv-sync", true, sync_first_then_second, &p[i]);
+    id[i] = vmt_thread_id(t[i]);
+  }
+  gate_await(&g, 3);
+  gate_open(&g);
+  vmt_mx_thread_info_free(await_info_state(id[0], VMT_THREAD_WAITING));
+  vmt_mx_thread_info_free(await_info_state(id[1], VMT_THREAD_TIMED_WAITING));
+  vmt_mx_thread_info_free(await_info_state(id[2], VMT_THREAD_WAITING));
+  int64_t *ids = NULL;
+  size_t n = 0;
+  MU_POLL_UNTIL((vmt_mx_ids_free(ids), vmt_mx_find_deadlocked_threads(&ids, &n) == 0 && ids &&
+                 n >= 3),
+                "the synchronizer cycle");
+  for (int i = 0; i < 3; i++) assert_true(ids_contain(ids, n, id[i]));
+  vmt_mx_ids_free(ids);
+  int64_t *mids;
+  assert_int_equal(vmt_mx_find_monitor_deadlocked_threads(&mids, &n), 0);
+  for (int i = 0; i < 3; i++) assert_false(mids && ids_contain(mids, n, id[i]));
+  vmt_mx_ids_free(mids);
+  char *dump;
+  size_t len;
+  assert_int_equal(vmt_mx_thread_dump_to_string(&dump, &len), 0);
+  assert_non_null(strstr(dump, "deadlock"));
+  free(dump);
+  for (int i = 0; i < 3; i++) vmt_thread_release(t[i]);
+}
+
+static void on_alarm(int sig) {
+  (void)sig;
+  static const char msg[] = "mx_adversarial_test: hung (alarm)\n";
+  (void)!write(2, msg, sizeof(msg) - 1);
+  _exit(3);
+}
+
+int main(void) {
+  signal(SIGALRM, on_alarm);
+  alarm(240);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(cpu_time_arrays_answer_each_element_for_its_own_id),
+      cmocka_unit_test(cpu_time_disabled_then_enabled_resumes_monotonic),
+      cmocka_unit_test(info_arrays_with_repeated_dead_and_unknown_ids),
+      cmocka_unit_test(counts_across_churn_and_peak_reset),
+      cmocka_unit_test(detached_thread_id_is_dead),
+      cmocka_unit_test(blocked_counts_kept_while_monitoring_is_off_and_lock_fields),
+      cmocka_unit_test(blocked_count_is_counted_with_monitoring_off),
+      cmocka_unit_test(allocated_bytes_grow_with_allocations_and_dead_is_minus_one),
+      cmocka_unit_test(dumps_under_churn),
+      cmocka_unit_test(profiler_arguments_and_life_cycle),
+      cmocka_unit_test(sigquit_enable_disable_rules),
+      cmocka_unit_test(a_failed_walk_leaves_nothing_for_the_next_thread),
+      cmocka_unit_test(waiting_is_no_deadlock_until_the_waiter_reenters),
+      cmocka_unit_test(three_synchronizer_cycle_with_a_timed_lock),
+  };
+  return cmocka_run_group_tests(tests, mu_attach_main, NULL);
+}
