@@ -408,6 +408,38 @@ static void allocated_bytes_grow_with_allocations_and_dead_is_minus_one(void **s
   assert_true(a >= c);
 }
 
+/* ThreadAllocatedMemory: the query itself allocates nothing, and each allocation of a size
+ * class moves the current thread's count by exactly its size, by either form of the query. */
+static void allocated_bytes_move_exactly_with_each_allocation(void **state) {
+  (void)state;
+  if (!vmt_mx_is_thread_allocated_memory_supported()) {
+    printf("allocated memory unsupported in this build (no jemalloc): skipped\n");
+    skip();
+  }
+  int64_t self = vmt_thread_id(vmt_thread_current());
+  int64_t a, b, c, d;
+  assert_int_equal(vmt_mx_get_current_thread_allocated_bytes(&a), 0);
+  assert_int_equal(vmt_mx_get_current_thread_allocated_bytes(&b), 0);
+  assert_int_equal(b, a);
+  assert_int_equal(vmt_mx_get_thread_allocated_bytes(self, &c), 0);
+  assert_int_equal(vmt_mx_get_thread_allocated_bytes(self, &d), 0);
+  assert_int_equal(d, c);
+  const size_t sizes[] = {64, 4096, 1u << 20};
+  for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+    assert_int_equal(vmt_mx_get_current_thread_allocated_bytes(&a), 0);
+    void *volatile p = malloc(sizes[i]);
+    assert_non_null(p);
+    assert_int_equal(vmt_mx_get_current_thread_allocated_bytes(&b), 0);
+    free(p);
+    assert_int_equal(b - a, (int64_t)sizes[i]);
+    assert_int_equal(vmt_mx_get_thread_allocated_bytes(self, &c), 0);
+    p = malloc(sizes[i]);
+    assert_int_equal(vmt_mx_get_thread_allocated_bytes(self, &d), 0);
+    free(p);
+    assert_int_equal(d - c, (int64_t)sizes[i]);
+  }
+}
+
 /* ---- Dumps under churn -------------------------------------------------------------------- */
 
 static _Atomic bool churn_stop;
@@ -496,7 +528,10 @@ static void profiler_arguments_and_life_cycle(void **state) {
   assert_int_equal(vmt_prof_stop(), 0);
   for (int run = 0; run < 3; run++) {
     int rc = vmt_prof_start(NULL);
-    if (rc == -ENOTSUP) skip();
+    if (rc == -ENOTSUP) {
+      printf("CPU timers unavailable: skipped\n");
+      skip();
+    }
     assert_int_equal(rc, 0);
     assert_true(vmt_prof_is_running());
     assert_int_equal(vmt_prof_start(NULL), -EALREADY);
@@ -523,6 +558,112 @@ static void profiler_arguments_and_life_cycle(void **state) {
   }
   assert_int_equal(vmt_prof_clear(), 0);
   assert_int_equal(vmt_prof_get_stats(NULL), -EINVAL);
+}
+
+static int null_prof_walker(vmt_thread_t *t, const void *uc, uintptr_t *frames, int32_t max,
+                            void *ctx) {
+  (void)t, (void)uc, (void)frames, (void)max, (void)ctx;
+  return 0;
+}
+
+/* Per-thread statistics and outputs: bad arguments, an ended thread, a cleared profile. */
+static void profiler_thread_stats_and_outputs(void **state) {
+  (void)state;
+  vmt_prof_thread_stats_t ts;
+  assert_int_equal(vmt_prof_get_thread_stats(0, &ts), -EINVAL);
+  assert_int_equal(vmt_prof_get_thread_stats(-3, &ts), -EINVAL);
+  assert_int_equal(vmt_prof_get_thread_stats(1, NULL), -EINVAL);
+  assert_int_equal(vmt_prof_set_thread_excluded(NULL, true), -EINVAL);
+  char *s;
+  size_t len;
+  assert_int_equal(vmt_prof_clear(), 0);
+  assert_int_equal(vmt_prof_collapsed_to_string(0, &s, &len), -ENOENT);
+  assert_int_equal(vmt_prof_collapsed_to_string(1u << 30, &s, &len), -EINVAL);
+  assert_int_equal(vmt_prof_write_collapsed(NULL, 0), -EINVAL);
+  assert_int_equal(vmt_prof_write_table(NULL), -EINVAL);
+  int rc = vmt_prof_start(NULL);
+  if (rc == -ENOTSUP) {
+    printf("CPU timers unavailable: skipped\n");
+    skip();
+  }
+  assert_int_equal(rc, 0);
+  assert_int_equal(vmt_prof_set_walker(null_prof_walker, NULL, NULL), -EBUSY);
+  vmt_thread_t *t = start_named("adv-prof-ended", false, burn_body, (void *)(intptr_t)40);
+  int64_t id = vmt_thread_id(t);
+  vmt_thread_join(t, NULL);
+  vmt_thread_release(t);
+  assert_int_equal(vmt_prof_get_thread_stats(UNKNOWN_ID, &ts), -ENOENT);
+  assert_int_equal(vmt_prof_stop(), 0);
+  assert_int_equal(vmt_prof_get_thread_stats(id, &ts), 0);
+  assert_int_equal(ts.id, id);
+  assert_true(ts.ended);
+  assert_string_equal(ts.name, "adv-prof-ended");
+  assert_true(ts.cpu_ns > 0);
+  FILE *full = fopen("/dev/full", "w");
+  if (full) {
+    assert_int_equal(vmt_prof_write_collapsed(full, 0), -EIO);
+    fclose(full);
+  }
+  assert_int_equal(vmt_prof_clear(), 0);
+  assert_int_equal(vmt_prof_get_thread_stats(id, &ts), -ENOENT);
+  assert_int_equal(vmt_prof_write_table(stdout), -ENOENT);
+}
+
+/* True if s[0, n) is well-formed UTF-8 (RFC 3629) without the control characters XML 1.0
+ * forbids. */
+static bool xml_text_ok(const unsigned char *s, size_t n) {
+  for (size_t i = 0; i < n;) {
+    unsigned c = s[i];
+    if (c < 0x80) {
+      if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') return false;
+      i++;
+      continue;
+    }
+    size_t len = c < 0xc2 ? 0 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : c < 0xf5 ? 4 : 0;
+    if (len == 0 || i + len > n) return false;
+    for (size_t k = 1; k < len; k++)
+      if ((s[i + k] & 0xc0) != 0x80) return false;
+    if ((c == 0xe0 && s[i + 1] < 0xa0) || (c == 0xed && s[i + 1] >= 0xa0) ||
+        (c == 0xf0 && s[i + 1] < 0x90) || (c == 0xf4 && s[i + 1] >= 0x90))
+      return false;
+    i += len;
+  }
+  return true;
+}
+
+static void *burn_named_latin1(void *arg) {
+  vmt_thread_set_name(vmt_thread_current(), "caf\xe9-\xff\xfe");
+  burn_cpu_ms((int)(intptr_t)arg);
+  return NULL;
+}
+
+/* vmt_prof_write_flamegraph: "a self-contained flame graph: one SVG file ... readable in any
+ * browser". An SVG is XML, and an XML parser stops at the first byte that is not UTF-8: a
+ * thread name or a title in Latin-1 (or any VM's bytes) must not make the file unreadable. The
+ * JSON dump turns such bytes into U+FFFD; the flame graph must stay well-formed too. */
+static void flamegraph_is_well_formed_utf8_whatever_the_names(void **state) {
+  (void)state;
+  vmt_prof_options_t o = {.flags = VMT_PROF_OPT_PERIOD, .period_ns = VMT_PROF_PERIOD_MIN_NS};
+  int rc = vmt_prof_start(&o);
+  if (rc == -ENOTSUP) {
+    printf("CPU timers unavailable: skipped\n");
+    skip();
+  }
+  assert_int_equal(rc, 0);
+  vmt_thread_t *t = start_named("adv-latin1", false, burn_named_latin1, (void *)(intptr_t)60);
+  vmt_thread_join(t, NULL);
+  vmt_thread_release(t);
+  assert_int_equal(vmt_prof_stop(), 0);
+  char *svg = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&svg, &len);
+  assert_non_null(f);
+  assert_int_equal(vmt_prof_write_flamegraph(f, "profile of caf\xe9 \xc3(", VMT_PROF_OUT_THREADS),
+                   0);
+  fclose(f);
+  assert_true(xml_text_ok((const unsigned char *)svg, len));
+  free(svg);
+  assert_int_equal(vmt_prof_clear(), 0);
 }
 
 /* ---- SIGQUIT dump ------------------------------------------------------------------------- */
@@ -765,8 +906,11 @@ int main(void) {
       cmocka_unit_test(blocked_counts_kept_while_monitoring_is_off_and_lock_fields),
       cmocka_unit_test(blocked_count_is_counted_with_monitoring_off),
       cmocka_unit_test(allocated_bytes_grow_with_allocations_and_dead_is_minus_one),
+      cmocka_unit_test(allocated_bytes_move_exactly_with_each_allocation),
       cmocka_unit_test(dumps_under_churn),
       cmocka_unit_test(profiler_arguments_and_life_cycle),
+      cmocka_unit_test(profiler_thread_stats_and_outputs),
+      cmocka_unit_test(flamegraph_is_well_formed_utf8_whatever_the_names),
       cmocka_unit_test(sigquit_enable_disable_rules),
       cmocka_unit_test(a_failed_walk_leaves_nothing_for_the_next_thread),
       cmocka_unit_test(waiting_is_no_deadlock_until_the_waiter_reenters),
