@@ -666,6 +666,84 @@ static void flamegraph_is_well_formed_utf8_whatever_the_names(void **state) {
   assert_int_equal(vmt_prof_clear(), 0);
 }
 
+/* Three VM stacks in turn, innermost first: [foo], [foo.cold], [bar, foo]. "foo.cold" is how
+ * GCC names a function's cold part; '.' sorts below ';' in a byte order. */
+static _Atomic unsigned rotation;
+
+static int rotating_walker(vmt_thread_t *t, const void *uc, uintptr_t *frames, int32_t max,
+                           void *ctx) {
+  (void)t, (void)uc, (void)ctx;
+  if (max < 2) return 0;
+  switch (atomic_fetch_add(&rotation, 1) % 3) {
+    case 0: frames[0] = 1; return 1;
+    case 1: frames[0] = 2; return 1;
+    default: frames[0] = 3; frames[1] = 1; return 2;
+  }
+}
+
+static int rotating_symbolizer(uintptr_t frame, char *buf, size_t len, void *ctx) {
+  (void)ctx;
+  const char *name = frame == 1 ? "foo" : frame == 2 ? "foo.cold" : frame == 3 ? "bar" : NULL;
+  if (name == NULL) return -ENOENT;
+  snprintf(buf, len, "%s", name);
+  return 0;
+}
+
+static size_t count_of(const char *hay, const char *needle) {
+  size_t n = 0;
+  for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle)) n++;
+  return n;
+}
+
+/* A flame graph merges every stack through one frame into one box per parent: "foo" at the root
+ * is one box, whatever other frames' names share its prefix (flamegraph.pl's rule, and the
+ * reason the x axis is sorted by name). */
+static void flamegraph_merges_a_frame_into_one_box(void **state) {
+  (void)state;
+  atomic_store(&rotation, 0);
+  assert_int_equal(vmt_prof_set_walker(rotating_walker, rotating_symbolizer, NULL), 0);
+  vmt_prof_options_t o = {.flags = VMT_PROF_OPT_PERIOD, .period_ns = VMT_PROF_PERIOD_MIN_NS};
+  int rc = vmt_prof_start(&o);
+  if (rc == -ENOTSUP) {
+    vmt_prof_set_walker(NULL, NULL, NULL);
+    printf("CPU timers unavailable: skipped\n");
+    skip();
+  }
+  assert_int_equal(rc, 0);
+  /* Burn until each of the three stacks has been sampled (every walk takes the next one). */
+  int64_t deadline = test_clock_ns(CLOCK_MONOTONIC) + 60LL * 1000 * MU_MS;
+  vmt_prof_stats_t st;
+  do {
+    vmt_thread_t *t = start_named("adv-rotate", false, burn_body, (void *)(intptr_t)50);
+    vmt_thread_join(t, NULL);
+    vmt_thread_release(t);
+    assert_int_equal(vmt_prof_get_stats(&st), 0);
+  } while (st.samples < 6 && test_clock_ns(CLOCK_MONOTONIC) < deadline);
+  assert_int_equal(vmt_prof_stop(), 0);
+  assert_int_equal(vmt_prof_set_walker(NULL, NULL, NULL), 0);
+  assert_true(st.samples >= 6);
+  char *collapsed;
+  size_t len;
+  assert_int_equal(vmt_prof_collapsed_to_string(0, &collapsed, &len), 0);
+  bool all_three = strstr(collapsed, "foo;bar ") && strstr(collapsed, "foo.cold ") &&
+                   (strncmp(collapsed, "foo ", 4) == 0 || strstr(collapsed, "\nfoo "));
+  free(collapsed);
+  if (!all_three) {
+    printf("not all three stacks were sampled: skipped\n");
+    skip();
+  }
+  char *svg = NULL;
+  FILE *f = open_memstream(&svg, &len);
+  assert_non_null(f);
+  assert_int_equal(vmt_prof_write_flamegraph(f, NULL, 0), 0);
+  fclose(f);
+  assert_int_equal(count_of(svg, "<title>foo ("), 1);
+  assert_int_equal(count_of(svg, "<title>foo.cold ("), 1);
+  assert_int_equal(count_of(svg, "<title>bar ("), 1);
+  free(svg);
+  assert_int_equal(vmt_prof_clear(), 0);
+}
+
 /* ---- SIGQUIT dump ------------------------------------------------------------------------- */
 
 static void sigquit_enable_disable_rules(void **state) {
@@ -911,6 +989,7 @@ int main(void) {
       cmocka_unit_test(profiler_arguments_and_life_cycle),
       cmocka_unit_test(profiler_thread_stats_and_outputs),
       cmocka_unit_test(flamegraph_is_well_formed_utf8_whatever_the_names),
+      cmocka_unit_test(flamegraph_merges_a_frame_into_one_box),
       cmocka_unit_test(sigquit_enable_disable_rules),
       cmocka_unit_test(a_failed_walk_leaves_nothing_for_the_next_thread),
       cmocka_unit_test(waiting_is_no_deadlock_until_the_waiter_reenters),

@@ -95,8 +95,18 @@ static int add_frame(void *arg, const char *frame, size_t depth) {
   return rc ? rc : put(b, frame, strlen(frame));
 }
 
+/* Frame by frame: ';' (which no name contains) sorts below every other byte, so the lines
+ * through one frame are adjacent, as the flame graph's tree building needs (flamegraph.c,
+ * insert). With strcmp, "foo;bar" sorted after "foo.cold" ('.' < ';') and "foo" became two
+ * boxes. Equal texts still compare equal, for the merge below. */
 static int by_text(const void *a, const void *b) {
-  return strcmp(((const vmt__prof_line_t *)a)->text, ((const vmt__prof_line_t *)b)->text);
+  const unsigned char *x = (const unsigned char *)((const vmt__prof_line_t *)a)->text;
+  const unsigned char *y = (const unsigned char *)((const vmt__prof_line_t *)b)->text;
+  while (*x && *x == *y) x++, y++;
+  if (*x == *y) return 0;
+  if (*x == '\0' || *y == '\0') return *x == '\0' ? -1 : 1;
+  if (*x == ';' || *y == ';') return *x == ';' ? -1 : 1;
+  return *x < *y ? -1 : 1;
 }
 
 void vmt__prof_lines_free(vmt__prof_line_t *lines, size_t n) {
