@@ -249,10 +249,12 @@ VMT_EXPORT int vmt_mx_get_thread_user_time_array(const int64_t *ids, size_t coun
  * For each category (vmt_thread_options_t.category) that has had a thread, sorted by name:
  * its live and started counts and the CPU time of its live threads plus every one that
  * exited, from one consistent moment (a thread that exits during the call is counted once,
- * live or exited). An attached thread counts the CPU it used while attached. The times
- * agree with the per-thread times of vmt_mx_get_thread_cpu_time: the category's cpu_time_ns is
- * their sum over its live threads plus its threads' times at their exits (the few
- * microseconds of an exit path after its last read are counted nowhere). The runtime's
+ * live or exited). An attached thread counts the CPU it used while attached: its share is its
+ * vmt_mx_get_thread_cpu_time less its CPU time at the attach, which the per-thread time (the
+ * thread's whole clock, as Java's for a JNI-attached thread) still includes. Otherwise the
+ * times agree with the per-thread times: the category's cpu_time_ns is their sum over its
+ * live threads plus its threads' times at their exits (the few microseconds of an exit path
+ * after its last read are counted nowhere). The runtime's
  * internal threads are in no category. Times are -1 while thread CPU time is unsupported or
  * disabled (vmt_mx_set_thread_cpu_time_enabled). *out is malloc'ed (free with
  * vmt_mx_category_usage_free), never NULL on success. Errors: -EINVAL (NULL), -ENOMEM. */
