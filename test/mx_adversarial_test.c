@@ -421,6 +421,71 @@ static void blocked_count_is_counted_with_monitoring_off(void **state) {
   assert_int_equal(vmt_mx_set_thread_contention_monitoring_enabled(was), 0);
 }
 
+typedef struct sync_holder {
+  vmt_sync_t *s;
+  gate_t *g;
+} sync_holder_t;
+
+static void *hold_sync_at_gate(void *arg) {
+  sync_holder_t *h = arg;
+  vmt_sync_lock(h->s);
+  gate_pass(h->g);
+  vmt_sync_unlock(h->s);
+  return NULL;
+}
+
+static int64_t own_waited_count(void) {
+  vmt_thread_info_t *ti = info_of(vmt_thread_id(vmt_thread_current()), 0);
+  int64_t n = ti->waited_count;
+  vmt_mx_thread_info_free(ti);
+  return n;
+}
+
+/* Thread.join of a thread that has terminated returns at once (isAlive is false): no wait, so
+ * no waited count; parkNanos(0) neither (Java's "if (nanos > 0)"). */
+static void joining_a_terminated_thread_is_no_wait(void **state) {
+  (void)state;
+  vmt_thread_t *t = start_named("adv-done", false, noop_body, NULL);
+  assert_true(await_state(t, VMT_THREAD_TERMINATED));
+  int64_t before = own_waited_count();
+  assert_int_equal(vmt_thread_join(t, NULL), 0);
+  assert_int_equal(own_waited_count(), before);
+  vmt_thread_release(t);
+  t = start_named("adv-done", false, noop_body, NULL);
+  assert_true(await_state(t, VMT_THREAD_TERMINATED));
+  before = own_waited_count();
+  assert_int_equal(vmt_thread_timed_join(t, 1000 * MU_MS, NULL), 0);
+  assert_int_equal(own_waited_count(), before);
+  vmt_thread_release(t);
+  before = own_waited_count();
+  assert_int_equal(vmt_park_nanos(0), -ETIMEDOUT);
+  assert_int_equal(own_waited_count(), before);
+  /* tryLock() and tryLock(0, unit) on a synchronizer another thread owns never park. */
+  vmt_sync_t *s;
+  assert_int_equal(vmt_sync_create(&s, "adv-try"), 0);
+  gate_t g;
+  gate_init(&g);
+  sync_holder_t h = {s, &g};
+  vmt_thread_t *o = start_named("adv-owner", false, hold_sync_at_gate, &h);
+  gate_await(&g, 1);
+  before = own_waited_count();
+  vmt_thread_info_t *self_before = info_of(vmt_thread_id(vmt_thread_current()), 0);
+  assert_int_equal(vmt_sync_try_lock(s), -EBUSY);
+  assert_int_equal(vmt_sync_timed_lock(s, 0), -ETIMEDOUT);
+  assert_int_equal(vmt_sync_timed_lock(s, -5), -ETIMEDOUT);
+  vmt_thread_info_t *self_after = info_of(vmt_thread_id(vmt_thread_current()), 0);
+  assert_int_equal(self_after->waited_count, self_before->waited_count);
+  assert_int_equal(self_after->blocked_count, self_before->blocked_count);
+  vmt_mx_thread_info_free(self_before);
+  vmt_mx_thread_info_free(self_after);
+  (void)before;
+  gate_open(&g);
+  vmt_thread_join(o, NULL);
+  vmt_thread_release(o);
+  gate_destroy(&g);
+  assert_int_equal(vmt_sync_destroy(s), 0);
+}
+
 /* ---- ThreadAllocatedMemory ---------------------------------------------------------------- */
 
 static void allocated_bytes_grow_with_allocations_and_dead_is_minus_one(void **state) {
@@ -514,11 +579,25 @@ static void *churner(void *arg) {
   return NULL;
 }
 
+static char walked_frame[] = "vm_frame";
+
+static int one_frame_walker(vmt_thread_t *t, vmt_stack_frame_t *frames, int32_t max,
+                            void *ctx) {
+  (void)t, (void)ctx;
+  if (max < 1) return 0;
+  frames[0].function = walked_frame;
+  frames[0].line = 1;
+  return 1;
+}
+
 static void dumps_under_churn(void **state) {
   (void)state;
   atomic_store(&churn_stop, false);
   vmt_thread_t *c = start_named("adv-churner", false, churner, NULL);
   for (int i = 0; i < 50; i++) {
+    /* Half the rounds with a walker: other threads' stacks are read in handshakes with threads
+     * that may be exiting. */
+    if (i == 25) vmt_mx_set_stack_walker(one_frame_walker, NULL);
     char *s;
     size_t len;
     assert_int_equal(vmt_mx_thread_dump_to_string(&s, &len), 0);
@@ -535,9 +614,31 @@ static void dumps_under_churn(void **state) {
     }
     vmt_mx_thread_info_array_free(infos, n);
   }
+  vmt_mx_set_stack_walker(NULL, NULL);
   atomic_store(&churn_stop, true);
   vmt_thread_join(c, NULL);
   vmt_thread_release(c);
+}
+
+/* Thread dump with CPU time disabled: no "cpu=" anywhere (docs/management.md: "absent while CPU
+ * time is disabled"), in the text and the JSON forms; back once enabled. */
+static void dumps_leave_cpu_out_while_disabled(void **state) {
+  (void)state;
+  char *s;
+  size_t len;
+  assert_int_equal(vmt_mx_set_thread_cpu_time_enabled(false), 0);
+  assert_int_equal(vmt_mx_thread_dump_to_string(&s, &len), 0);
+  bool text_cpu = strstr(s, "cpu=") != NULL;
+  free(s);
+  assert_int_equal(vmt_mx_thread_dump_json_to_string(&s, &len), 0);
+  bool json_cpu = strstr(s, "cpuTimeNs") != NULL;
+  free(s);
+  assert_int_equal(vmt_mx_set_thread_cpu_time_enabled(true), 0);
+  assert_false(text_cpu);
+  assert_false(json_cpu);
+  assert_int_equal(vmt_mx_thread_dump_to_string(&s, &len), 0);
+  assert_non_null(strstr(s, "cpu="));
+  free(s);
 }
 
 /* ---- Profiler ----------------------------------------------------------------------------- */
@@ -662,6 +763,11 @@ static void profiler_thread_stats_and_outputs(void **state) {
     assert_int_equal(vmt_prof_write_collapsed(full, 0), -EIO);
     fclose(full);
   }
+  /* A new start discards the last profile: the ended thread is in none. */
+  assert_int_equal(vmt_prof_start(NULL), 0);
+  assert_int_equal(vmt_prof_get_thread_stats(id, &ts), -ENOENT);
+  assert_int_equal(vmt_prof_stop(), 0);
+  assert_int_equal(vmt_prof_get_thread_stats(id, &ts), -ENOENT);
   assert_int_equal(vmt_prof_clear(), 0);
   assert_int_equal(vmt_prof_get_thread_stats(id, &ts), -ENOENT);
   assert_int_equal(vmt_prof_write_table(stdout), -ENOENT);
@@ -880,6 +986,66 @@ static void a_failed_walk_leaves_nothing_for_the_next_thread(void **state) {
   finish_gated(&gb, b);
 }
 
+typedef struct lock_walk {
+  vmt_monitor_t *a, *b;
+  int rc_at_max, rc_null, rc_neg;
+} lock_walk_t;
+
+/* Five frames; a entered in frame 3 and again in frame 1, b in frame 0; and the errors. */
+static int locking_walker(vmt_thread_t *t, vmt_stack_frame_t *frames, int32_t max, void *ctx) {
+  (void)t;
+  lock_walk_t *w = ctx;
+  int n = max < 5 ? max : 5;
+  for (int i = 0; i < n; i++) frames[i].pc = 0x3000u + (uintptr_t)i;
+  w->rc_at_max = vmt_mx_frame_holds_monitor(max, w->a);
+  w->rc_null = vmt_mx_frame_holds_monitor(0, NULL);
+  w->rc_neg = vmt_mx_frame_holds_monitor(-1, w->a);
+  vmt_mx_frame_holds_monitor(3, w->a);
+  vmt_mx_frame_holds_monitor(1, w->a);
+  vmt_mx_frame_holds_monitor(0, w->b);
+  return n;
+}
+
+/* MonitorInfo.getLockedStackDepth through the walker: the outermost frame that entered it; a
+ * frame beyond the trace kept (max_depth) names no frame, and the monitor gets frame 0. */
+static void locked_stack_depth_from_the_walker(void **state) {
+  (void)state;
+  lock_walk_t w = {0};
+  assert_int_equal(vmt_monitor_create(&w.a, "adv-da"), 0);
+  assert_int_equal(vmt_monitor_create(&w.b, "adv-db"), 0);
+  assert_int_equal(vmt_mx_frame_holds_monitor(0, w.a), -EPERM);
+  vmt_monitor_enter(w.a);
+  vmt_monitor_enter(w.a);
+  vmt_monitor_enter(w.b);
+  vmt_mx_set_stack_walker(locking_walker, &w);
+  int64_t self = vmt_thread_id(vmt_thread_current());
+  for (int32_t depth = 2; depth <= 8; depth += 6) {
+    vmt_thread_info_t **infos;
+    assert_int_equal(vmt_mx_get_thread_info_array(&self, 1, true, false, depth, &infos), 0);
+    vmt_thread_info_t *ti = infos[0];
+    assert_non_null(ti);
+    assert_int_equal(ti->frame_count, depth < 5 ? (size_t)depth : 5u);
+    assert_int_equal(ti->locked_monitor_count, 2);
+    for (size_t i = 0; i < ti->locked_monitor_count; i++) {
+      const vmt_monitor_info_t *m = &ti->locked_monitors[i];
+      bool is_a = strncmp(m->lock.name, "adv-da@", 7) == 0;
+      int32_t want = is_a ? (depth > 3 ? 3 : 1) : 0;
+      assert_int_equal(m->stack_depth, want);
+      assert_true((size_t)m->stack_depth < ti->frame_count);
+    }
+    vmt_mx_thread_info_array_free(infos, 1);
+  }
+  vmt_mx_set_stack_walker(NULL, NULL);
+  assert_int_equal(w.rc_at_max, -EINVAL);
+  assert_int_equal(w.rc_null, -EINVAL);
+  assert_int_equal(w.rc_neg, -EINVAL);
+  vmt_monitor_exit(w.b);
+  vmt_monitor_exit(w.a);
+  vmt_monitor_exit(w.a);
+  vmt_monitor_destroy(w.a);
+  vmt_monitor_destroy(w.b);
+}
+
 /* ---- FindDeadlocks / FindMonitorDeadlock (last: their threads never end) ------------------ */
 
 typedef struct wait_holder {
@@ -1042,15 +1208,18 @@ int main(void) {
       cmocka_unit_test(category_time_agrees_with_an_attached_threads_time),
       cmocka_unit_test(blocked_counts_kept_while_monitoring_is_off_and_lock_fields),
       cmocka_unit_test(blocked_count_is_counted_with_monitoring_off),
+      cmocka_unit_test(joining_a_terminated_thread_is_no_wait),
       cmocka_unit_test(allocated_bytes_grow_with_allocations_and_dead_is_minus_one),
       cmocka_unit_test(allocated_bytes_move_exactly_with_each_allocation),
       cmocka_unit_test(dumps_under_churn),
+      cmocka_unit_test(dumps_leave_cpu_out_while_disabled),
       cmocka_unit_test(profiler_arguments_and_life_cycle),
       cmocka_unit_test(profiler_thread_stats_and_outputs),
       cmocka_unit_test(flamegraph_is_well_formed_utf8_whatever_the_names),
       cmocka_unit_test(flamegraph_merges_a_frame_into_one_box),
       cmocka_unit_test(sigquit_enable_disable_rules),
       cmocka_unit_test(a_failed_walk_leaves_nothing_for_the_next_thread),
+      cmocka_unit_test(locked_stack_depth_from_the_walker),
       cmocka_unit_test(waiting_is_no_deadlock_until_the_waiter_reenters),
       cmocka_unit_test(three_synchronizer_cycle_with_a_timed_lock),
   };
