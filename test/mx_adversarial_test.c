@@ -673,6 +673,12 @@ static void profiler_arguments_and_life_cycle(void **state) {
   assert_int_equal(vmt_prof_start(&o), -EINVAL);
   o.signal = 1000;
   assert_int_equal(vmt_prof_start(&o), -EINVAL);
+  /* SIGQUIT is the thread dump's: a dump enabled while sampling there chained to the sampling
+   * handler and printed one thread dump per sample (51 for 51). */
+  o.signal = SIGQUIT;
+  int quit_rc = vmt_prof_start(&o);
+  if (quit_rc == 0) vmt_prof_stop();
+  assert_int_equal(quit_rc, -EINVAL);
   o.flags = VMT_PROF_OPT_BUFFER;
   o.buffer_bytes = VMT_PROF_BUFFER_MIN - 1;
   assert_int_equal(vmt_prof_start(&o), -EINVAL);

@@ -75,7 +75,8 @@ typedef struct vmt_prof_options {
 /*
  * Starts profiling every runtime thread (NULL options: all defaults) and discards the previous
  * profile. Returns once every live thread is armed. Errors: -EINVAL (an option out of range,
- * an unknown flag, a signal the runtime cannot use: SIGKILL, SIGSTOP, the synchronous ones),
+ * an unknown flag, a signal the runtime cannot use: SIGKILL, SIGSTOP, the synchronous ones,
+ * and SIGQUIT, the thread dump's: vmt_mx_enable_sigquit_dump chains to the handler it finds),
  * -EALREADY (running), -EBUSY (the host has a handler on the signal: choose another with
  * VMT_PROF_OPT_SIGNAL; the host's handler is never replaced), -ENOTSUP (CPU timers are not
  * available), -ENOMEM or -EAGAIN (the drainer thread could not be created).
