@@ -158,7 +158,9 @@ VMT_EXPORT int vmt_thread_retain(vmt_thread_t *t);
 VMT_EXPORT int vmt_thread_release(vmt_thread_t *t);
 
 /* Ends the calling runtime thread with result; bookkeeping runs as on return. Only valid on a
- * thread started by vmt_thread_start*(); on any other thread it returns -EPERM. */
+ * thread started by vmt_thread_start*(); on any other thread it returns -EPERM, and so it does
+ * on the thread's own way out (from its exit hooks and TLS destructors: the thread is ending
+ * already, with the result it had). */
 VMT_EXPORT int vmt_thread_exit(void *result);
 
 /* The calling thread's record (started or attached), or NULL. One TLS load; no reference taken. */

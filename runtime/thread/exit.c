@@ -38,6 +38,7 @@
 void vmt__thread_finish(vmt_thread_t *t, bool goes_on) {
   int old_cancel;
   pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old_cancel);
+  t->finishing = true;   /* vmt_thread_exit from a hook or destructor below: -EPERM */
   vmt__vms_thread_exit_begin(t);
   (void)vmt__fault_hit(VMT__FAULT_THREAD_EXITING);   /* a hook point only */
   vmt__hooks_run(t, false);
@@ -64,7 +65,9 @@ void vmt__thread_finish(vmt_thread_t *t, bool goes_on) {
 
 int vmt_thread_exit(void *result) {
   vmt_thread_t *t = vmt__current;
-  if (t == NULL || t->kind == VMT__KIND_ATTACHED) return -EPERM;
+  /* On its way out already (an exit hook, a TLS destructor): a pthread_exit here would unwind
+   * out of the bookkeeping, leaving the thread listed and its joiners waiting for good. */
+  if (t == NULL || t->kind == VMT__KIND_ATTACHED || t->finishing) return -EPERM;
   t->result = result;
   pthread_exit(result);
 }
