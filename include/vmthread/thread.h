@@ -188,7 +188,8 @@ VMT_EXPORT extern __thread vmt_thread_fast_t *vmt_thread_fast VMT_TLS_INITIAL_EX
  * ignored); each needs a matching detach. The kernel name changes only if options give a name
  * (else vmt_thread_os_name() is ""). A thread that ends while attached is detached. Locks the
  * thread already holds stay its own (now listed in its ThreadInfo under its new id).
- * Errors: -EINVAL (NULL out, bad options, or the caller is a runtime-started thread), -ENOMEM,
+ * Errors: -EINVAL (NULL out, bad options, the caller is a runtime-started thread, or it is
+ * detaching: called from its exit hooks or TLS destructors at its last detach or end), -ENOMEM,
  * -EAGAIN (no per-thread exit hook left in the C library: docs/monitors.md, "Limits").
  */
 VMT_EXPORT int vmt_thread_attach(const vmt_thread_options_t *options, vmt_thread_t **out);

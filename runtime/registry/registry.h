@@ -237,8 +237,9 @@ struct vmt_thread {
   void *arg;
   void *result;
   int32_t attach_count;
-  /* Set by the thread itself as its exit path begins (thread/exit.c): vmt_thread_exit refuses
-   * from there on, so an exit hook or TLS destructor cannot unwind out of the bookkeeping. */
+  /* Set by the thread itself as its exit path begins (thread/exit.c): vmt_thread_exit and a
+   * nested attach refuse from there on, so an exit hook or TLS destructor can neither unwind
+   * out of the bookkeeping nor count an attach on a record that is leaving. */
   bool finishing;
   _Atomic uint32_t done;             /* 1 once the exit bookkeeping is complete */
   /* The futex word joiners sleep on (thread/join.c): the exiting thread sets bit 0 after

@@ -41,6 +41,9 @@ int vmt_thread_attach(const vmt_thread_options_t *options, vmt_thread_t **out) {
   vmt_thread_t *cur = vmt__current;
   if (cur != NULL) {
     if (cur->kind != VMT__KIND_ATTACHED) return -EINVAL;  /* a runtime thread already */
+    /* Its last detach (or its end) is running our caller, an exit hook or TLS destructor: a
+     * nested attach would count on a record that is leaving, and no detach could undo it. */
+    if (cur->finishing) return -EINVAL;
     cur->attach_count++;
     *out = cur;
     return 0;
