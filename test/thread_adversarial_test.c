@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -362,6 +363,78 @@ static void notify_wakes_one_and_notify_all_the_rest(void **state) {
   assert_int_equal(vmt_monitor_destroy(b.m), 0);
 }
 
+static void *notify_and_end_holding(void *arg) {
+  blocker_t *b = arg;
+  vmt_monitor_enter(b->m);
+  vmt_monitor_enter(b->m);
+  vmt_monitor_notify(b->m);
+  return NULL;   /* ends owning m at depth 2: the end releases it, and hands it on */
+}
+
+static void a_thread_that_ends_holding_a_monitor_hands_it_on(void **state) {
+  (void)state;
+  blocker_t w = {.timeout = 0};
+  latch_init(&w.go);
+  assert_int_equal(vmt_monitor_create(&w.m, "ends-holding"), 0);
+  vmt_thread_t *waiter, *notifier;
+  assert_int_equal(vmt_thread_start(&waiter, wait_huge, &w), 0);
+  latch_wait(&w.go);
+  wait_for_state(waiter, VMT_THREAD_WAITING);
+  assert_int_equal(vmt_thread_start(&notifier, notify_and_end_holding, &w), 0);
+  assert_int_equal(vmt_thread_join(notifier, NULL), 0);
+  assert_int_equal(vmt_thread_timed_join(waiter, 10LL * 1000 * 1000 * 1000, NULL), 0);
+  assert_int_equal(w.rc, 0);
+  assert_true(w.depth_ok);
+  assert_int_equal(vmt_monitor_try_enter(w.m), 0);
+  assert_int_equal(vmt_monitor_exit(w.m), 0);
+  vmt_thread_release(waiter);
+  vmt_thread_release(notifier);
+  assert_int_equal(vmt_monitor_destroy(w.m), 0);
+  latch_destroy(&w.go);
+}
+
+static void *wait_with_timeout(void *arg) {
+  blocker_t *b = arg;
+  vmt_monitor_enter(b->m);
+  latch_open(&b->go);
+  b->rc = vmt_monitor_wait(b->m, b->timeout);
+  b->depth_ok = vmt_monitor_holds_lock(b->m) == 1;
+  b->status_after = vmt_thread_is_interrupted(vmt_thread_current());
+  vmt_monitor_exit(b->m);
+  return NULL;
+}
+
+static void a_waiter_that_stops_by_itself_is_blocked_until_it_reenters(void **state) {
+  (void)state;
+  for (int interrupt = 0; interrupt < 2; interrupt++) {
+    blocker_t b = {.timeout = interrupt ? 0 : 200 * MU_MS};
+    latch_init(&b.go);
+    assert_int_equal(vmt_monitor_create(&b.m, "left"), 0);
+    vmt_thread_t *t;
+    assert_int_equal(vmt_thread_start(&t, wait_with_timeout, &b), 0);
+    latch_wait(&b.go);
+    MU_POLL_UNTIL(vmt_thread_state(t) == VMT_THREAD_WAITING ||
+                      vmt_thread_state(t) == VMT_THREAD_TIMED_WAITING ||
+                      vmt_thread_state(t) == VMT_THREAD_TERMINATED,
+                  "in wait()");
+    assert_int_equal(vmt_monitor_enter(b.m), 0);
+    if (interrupt) assert_int_equal(vmt_thread_interrupt(t), 0);
+    /* BLOCKED re-entering; TERMINATED only if a loaded machine let the timeout pass and the
+     * waiter re-enter before our enter (then there is nothing to see). */
+    MU_POLL_UNTIL(vmt_thread_state(t) == VMT_THREAD_BLOCKED ||
+                      vmt_thread_state(t) == VMT_THREAD_TERMINATED,
+                  "BLOCKED re-entering");
+    assert_int_equal(vmt_monitor_exit(b.m), 0);
+    assert_int_equal(vmt_thread_join(t, NULL), 0);
+    assert_int_equal(b.rc, interrupt ? -EINTR : -ETIMEDOUT);
+    assert_true(b.depth_ok);
+    assert_int_equal(b.status_after, 0);
+    vmt_thread_release(t);
+    assert_int_equal(vmt_monitor_destroy(b.m), 0);
+    latch_destroy(&b.go);
+  }
+}
+
 /* ---- Park permits -------------------------------------------------------------------------- */
 static void permits_do_not_accumulate_and_survive_a_sleep(void **state) {
   (void)state;
@@ -373,6 +446,24 @@ static void permits_do_not_accumulate_and_survive_a_sleep(void **state) {
   /* sleep does not consume the permit (Thread.sleep knows nothing of LockSupport). */
   assert_int_equal(vmt_unpark(self), 0);
   assert_int_equal(vmt_sleep_ns(1000), 0);
+  assert_int_equal(vmt_park_nanos(MU_POLL_DEADLINE_NS), 0);
+  /* Neither a monitor wait nor a timed join touches the permit. */
+  vmt_monitor_t *m;
+  assert_int_equal(vmt_monitor_create(&m, "permit"), 0);
+  assert_int_equal(vmt_unpark(self), 0);
+  assert_int_equal(vmt_monitor_enter(m), 0);
+  assert_int_equal(vmt_monitor_wait(m, 1000), -ETIMEDOUT);
+  assert_int_equal(vmt_monitor_exit(m), 0);
+  assert_int_equal(vmt_monitor_destroy(m), 0);
+  latch_t l;
+  latch_init(&l);
+  vmt_thread_t *held;
+  assert_int_equal(vmt_thread_start(&held, wait_for_latch, &l), 0);
+  assert_int_equal(vmt_thread_timed_join(held, 1000, NULL), -ETIMEDOUT);
+  latch_open(&l);
+  assert_int_equal(vmt_thread_join(held, NULL), 0);
+  vmt_thread_release(held);
+  latch_destroy(&l);
   assert_int_equal(vmt_park_nanos(MU_POLL_DEADLINE_NS), 0);
   /* parkNanos(<= 0) leaves the permit. */
   assert_int_equal(vmt_unpark(self), 0);
@@ -533,6 +624,51 @@ static void several_joiners_at_once(void **state) {
   assert_int_equal(already, N - 1);
   vmt_thread_release(target);
   latch_destroy(&l);
+}
+
+typedef struct join_race {
+  vmt_thread_t *target;
+  atomic_int sent;   /* the interrupt has been made */
+  int rc, status, rejoin;
+} join_race_t;
+
+static void *join_then_report(void *arg) {
+  join_race_t *r = arg;
+  r->rc = vmt_thread_join(r->target, NULL);
+  while (!atomic_load(&r->sent)) sched_yield();
+  r->status = vmt_thread_interrupted();
+  r->rejoin = r->rc == -EINTR ? vmt_thread_join(r->target, NULL) : 0;
+  return NULL;
+}
+
+/* An interrupt racing a join and the target's end: the interrupt is consumed by the join
+ * (-EINTR, the target joinable after) or left pending (the join succeeded), exactly one. */
+static void interrupt_races_join_and_exit(void **state) {
+  (void)state;
+  int rounds = 500, interrupted = 0;
+  for (int i = 0; i < rounds; i++) {
+    join_race_t r = {.target = NULL};
+    atomic_init(&r.sent, 0);
+    vmt_thread_t *j;
+    assert_int_equal(vmt_thread_start(&r.target, return_arg, NULL), 0);
+    assert_int_equal(vmt_thread_start(&j, join_then_report, &r), 0);
+    if (i & 1) sched_yield();
+    assert_int_equal(vmt_thread_interrupt(j), 0);
+    atomic_store(&r.sent, 1);
+    assert_int_equal(vmt_thread_join(j, NULL), 0);
+    if (r.rc == -EINTR) {
+      interrupted++;
+      assert_int_equal(r.status, 0);
+      assert_int_equal(r.rejoin, 0);
+    } else {
+      assert_int_equal(r.rc, 0);
+      assert_int_equal(r.status, 1);
+    }
+    vmt_thread_release(j);
+    vmt_thread_release(r.target);
+  }
+  print_message("interrupt_races_join_and_exit: %d of %d joins interrupted\n", interrupted,
+                rounds);
 }
 
 /* ---- Attach, detach, stale attached handles ---------------------------------------------- */
@@ -849,10 +985,13 @@ int main(void) {
       T(monitor_calls_without_ownership),
       T(a_notify_with_no_waiter_is_lost_and_depth_survives_waits),
       T(notify_wakes_one_and_notify_all_the_rest),
+      T(a_thread_that_ends_holding_a_monitor_hands_it_on),
+      T(a_waiter_that_stops_by_itself_is_blocked_until_it_reenters),
       T(permits_do_not_accumulate_and_survive_a_sleep),
       T(states_as_java_reports_them),
       T(join_of_self_and_of_attached_threads),
       T(several_joiners_at_once),
+      T(interrupt_races_join_and_exit),
       T(attach_and_detach_count_and_leave_a_stale_handle),
       T(a_started_thread_cannot_attach_or_detach),
       T(names_at_their_limits),
