@@ -739,6 +739,52 @@ static void a_started_thread_cannot_attach_or_detach(void **state) {
   assert_int_equal(r[2], -EINVAL);
 }
 
+typedef struct kept {
+  vmt_monitor_t *m;
+  vmt_thread_t *self;
+  latch_t entered, interrupted;
+  int wait_rc, interrupted_after;
+} kept_t;
+
+static void *detach_holding_then_wait(void *arg) {
+  kept_t *k = arg;
+  vmt_thread_attach(NULL, &k->self);
+  vmt_thread_retain(k->self);
+  vmt_monitor_enter(k->m);
+  latch_open(&k->entered);
+  latch_wait(&k->interrupted);
+  vmt_thread_detach();   /* keeps m: the thread is still inside it */
+  k->wait_rc = vmt_monitor_wait(k->m, 1000 * 1000);
+  k->interrupted_after = vmt_thread_interrupted();
+  vmt_monitor_exit(k->m);
+  return NULL;
+}
+
+/* Interrupted while attached, the thread detaches still holding a monitor and waits on it: it
+ * is no runtime thread any more (a thread without record cannot be interrupted), and the
+ * status of its terminated record stays as it was ("a terminated thread keeps it"). */
+static void a_detached_thread_keeps_no_interrupt_for_its_waits(void **state) {
+  (void)state;
+  kept_t k = {0};
+  latch_init(&k.entered);
+  latch_init(&k.interrupted);
+  assert_int_equal(vmt_monitor_create(&k.m, "kept"), 0);
+  pthread_t p;
+  assert_int_equal(pthread_create(&p, NULL, detach_holding_then_wait, &k), 0);
+  latch_wait(&k.entered);
+  assert_int_equal(vmt_thread_interrupt(k.self), 0);
+  latch_open(&k.interrupted);
+  assert_int_equal(pthread_join(p, NULL), 0);
+  assert_int_equal(k.wait_rc, -ETIMEDOUT);
+  assert_int_equal(k.interrupted_after, 0);
+  assert_int_equal(vmt_thread_state(k.self), VMT_THREAD_TERMINATED);
+  assert_true(vmt_thread_is_interrupted(k.self));
+  assert_int_equal(vmt_thread_release(k.self), 0);
+  assert_int_equal(vmt_monitor_destroy(k.m), 0);
+  latch_destroy(&k.entered);
+  latch_destroy(&k.interrupted);
+}
+
 /* ---- Names --------------------------------------------------------------------------------- */
 static void *rename_and_report(void *arg) {
   char **names = arg;
@@ -994,6 +1040,7 @@ int main(void) {
       T(interrupt_races_join_and_exit),
       T(attach_and_detach_count_and_leave_a_stale_handle),
       T(a_started_thread_cannot_attach_or_detach),
+      T(a_detached_thread_keeps_no_interrupt_for_its_waits),
       T(names_at_their_limits),
       T(a_destructor_may_set_an_earlier_slot),
       T(tls_values_survive_fork_in_the_child),

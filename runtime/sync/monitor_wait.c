@@ -36,6 +36,9 @@
  * claimed the node first wins: the wait returns 0 and the status stays set. The node lives on
  * the waiter's stack, so interrupters count themselves in (sync.wait_users) before they read
  * the pointer, and the waiter, having cleared it, waits for them to be out before it returns.
+ * Only the calling runtime thread's status counts: a waiter whose lock identity is not its
+ * current record (a foreign thread's implicit identity, a detached thread's kept record) is
+ * not interruptible, as a thread without record is not.
  */
 #include <errno.h>
 #include <sched.h>
@@ -114,9 +117,13 @@ int vmt_monitor_wait(vmt_monitor_t *m, int64_t timeout_ns) {
   int err = 0;
   struct vmt__lock *l = owned_lock(m, t, &err);
   if (l == NULL) return err;
+  /* Only a runtime thread has an interrupt status: the lock identity of a thread that is none
+   * (an implicit one, or the record a detached thread keeps while it holds locks, which is
+   * TERMINATED and keeps the status it had) is not interrupted, and is not claimed. */
+  vmt_thread_t *it = t != NULL && t == vmt__current ? t : NULL;
   /* Object.wait with the status set throws at once, the monitor never released (HotSpot's
    * ObjectMonitor::wait checks before it enqueues). */
-  if (vmt__interrupt_consume(t)) return -EINTR;
+  if (vmt__interrupt_consume(it)) return -EINTR;
   int64_t deadline = vmt__deadline_after(timeout_ns);
 
   vmt__wait_node_t node = {.next = NULL, .state = VMT__WAIT_WAITING, .thread = t};
@@ -136,9 +143,9 @@ int vmt_monitor_wait(vmt_monitor_t *m, int64_t timeout_ns) {
   vmt__held_pop(t, l);
   vmt__lock_release(l);
 
-  if (t) atomic_store_explicit(&t->sync.wait_node, &node, memory_order_seq_cst);
-  uint32_t end = await_end(&node, t, deadline);
-  if (t) unpublish(t);
+  if (it) atomic_store_explicit(&it->sync.wait_node, &node, memory_order_seq_cst);
+  uint32_t end = await_end(&node, it, deadline);
+  if (it) unpublish(it);
   bool notified = end != VMT__WAIT_LEFT;
   if (notified) {
     /* BLOCKED on l since the notify (node.ep is the re-entry now). Handed: woken by the
@@ -171,7 +178,7 @@ int vmt_monitor_wait(vmt_monitor_t *m, int64_t timeout_ns) {
    * and leaves the status set). Else, the monitor re-entered, an interrupt wins over the
    * timeout and is consumed (InterruptedException). */
   if (notified) return 0;
-  return vmt__interrupt_consume(t) ? -EINTR : -ETIMEDOUT;
+  return vmt__interrupt_consume(it) ? -EINTR : -ETIMEDOUT;
 }
 
 /* Picks the first waiter that has not left by itself, hands it to the lock (notify) or requeues
