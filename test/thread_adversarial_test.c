@@ -626,6 +626,37 @@ static void several_joiners_at_once(void **state) {
   latch_destroy(&l);
 }
 
+static void *timed_join_long(void *arg) {
+  blocker_t *b = arg;
+  latch_open(&b->go);
+  b->rc = vmt_thread_timed_join(b->target, b->timeout, NULL);
+  return NULL;
+}
+
+/* A join refused with -EALREADY because a timed join is in progress: that join may time out,
+ * and then nobody has joined (the header once said the result goes to that join). */
+static void already_while_a_timed_join_is_in_progress(void **state) {
+  (void)state;
+  latch_t l;
+  latch_init(&l);
+  blocker_t b = {.timeout = 300 * MU_MS};
+  latch_init(&b.go);
+  vmt_thread_t *target, *j;
+  assert_int_equal(vmt_thread_start(&target, wait_for_latch, &l), 0);
+  b.target = target;
+  assert_int_equal(vmt_thread_start(&j, timed_join_long, &b), 0);
+  wait_for_state(j, VMT_THREAD_TIMED_WAITING);
+  assert_int_equal(vmt_thread_join(target, NULL), -EALREADY);
+  assert_int_equal(vmt_thread_join(j, NULL), 0);
+  assert_int_equal(b.rc, -ETIMEDOUT);
+  latch_open(&l);
+  assert_int_equal(vmt_thread_join(target, NULL), 0);   /* the result went to nobody before */
+  vmt_thread_release(j);
+  vmt_thread_release(target);
+  latch_destroy(&b.go);
+  latch_destroy(&l);
+}
+
 typedef struct join_race {
   vmt_thread_t *target;
   atomic_int sent;   /* the interrupt has been made */
@@ -1038,6 +1069,7 @@ int main(void) {
       T(join_of_self_and_of_attached_threads),
       T(several_joiners_at_once),
       T(interrupt_races_join_and_exit),
+      T(already_while_a_timed_join_is_in_progress),
       T(attach_and_detach_count_and_leave_a_stale_handle),
       T(a_started_thread_cannot_attach_or_detach),
       T(a_detached_thread_keeps_no_interrupt_for_its_waits),

@@ -115,8 +115,11 @@ VMT_EXPORT int vmt_thread_start_ex(vmt_thread_t **out, const vmt_thread_options_
  * before the call (a terminated t is joined whatever the status, as Java's join returns for a
  * dead thread). The joiner is WAITING meanwhile and the join counts in its waited count.
  * Errors: -EINVAL (NULL, released or attached handle), -EDEADLK (t is the calling thread),
- * -EALREADY (t was joined before, or another thread is joining it; the result goes to that
- * join), -EINTR (no join happened: t may be joined again). A cancellation point: a joiner
+ * -EALREADY (t was joined before, or another thread is joining it now: unlike Java, one
+ * joiner at a time; the result goes to that join if it succeeds, and if it ends without
+ * joining, interrupted, timed out or cancelled, t may be joined again, so a refused joiner
+ * cannot take -EALREADY to mean that t has ended), -EINTR (no join happened: t may be
+ * joined again). A cancellation point: a joiner
  * cancelled while it waits has not joined, and t can be joined again (its result is kept). No
  * lock is reported for the wait (Java names the Thread object, which a native thread has not).
  */
