@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -433,6 +434,71 @@ static void a_waiter_that_stops_by_itself_is_blocked_until_it_reenters(void **st
     assert_int_equal(vmt_monitor_destroy(b.m), 0);
     latch_destroy(&b.go);
   }
+}
+
+typedef struct notify_race {
+  vmt_monitor_t *m;
+  int64_t timeout;
+  atomic_int rc;   /* 1 while waiting */
+  atomic_int in_wait;
+} notify_race_t;
+
+static void *race_waiter(void *arg) {
+  notify_race_t *w = arg;
+  vmt_monitor_enter(w->m);
+  atomic_store(&w->in_wait, 1);
+  int rc = vmt_monitor_wait(w->m, w->timeout);
+  vmt_monitor_exit(w->m);
+  atomic_store(&w->rc, rc);
+  return NULL;
+}
+
+/* One notify against a waiter whose timeout runs out about then and one that waits for good:
+ * the notify goes to one of them, never to the one that timed out (Object.notify picks a
+ * thread that is waiting), so if the first timed out the second wakes with no other notify. */
+static void a_notify_is_not_lost_to_a_waiter_that_timed_out(void **state) {
+  (void)state;
+  int rounds = 300, timed_out = 0;
+  for (int i = 0; i < rounds; i++) {
+    vmt_monitor_t *m;
+    assert_int_equal(vmt_monitor_create(&m, "race"), 0);
+    /* a first: the wait set is FIFO, so the notify is a's unless a has left it. */
+    notify_race_t a = {.m = m, .timeout = 2 * MU_MS};
+    notify_race_t b = {.m = m, .timeout = 0};
+    atomic_init(&a.rc, 1);
+    atomic_init(&b.rc, 1);
+    atomic_init(&a.in_wait, 0);
+    atomic_init(&b.in_wait, 0);
+    vmt_thread_t *ta, *tb;
+    assert_int_equal(vmt_thread_start(&ta, race_waiter, &a), 0);
+    while (!atomic_load(&a.in_wait)) sched_yield();
+    assert_int_equal(vmt_thread_start(&tb, race_waiter, &b), 0);
+    while (!atomic_load(&b.in_wait)) sched_yield();
+    assert_int_equal(vmt_monitor_enter(m), 0);   /* b (and a, unless it re-entered) wait */
+    struct timespec ts = {0, (i % 13) * 200 * 1000};
+    nanosleep(&ts, NULL);
+    assert_int_equal(vmt_monitor_notify(m), 0);
+    assert_int_equal(vmt_monitor_exit(m), 0);
+    MU_POLL_UNTIL(atomic_load(&a.rc) != 1, "a done");
+    if (atomic_load(&a.rc) == -ETIMEDOUT) {
+      timed_out++;
+      MU_POLL_UNTIL(atomic_load(&b.rc) != 1, "b woken by the one notify");
+      assert_int_equal(atomic_load(&b.rc), 0);
+    } else {
+      assert_int_equal(atomic_load(&a.rc), 0);
+      assert_int_equal(vmt_monitor_enter(m), 0);
+      assert_int_equal(vmt_monitor_notify(m), 0);
+      assert_int_equal(vmt_monitor_exit(m), 0);
+    }
+    assert_int_equal(vmt_thread_join(ta, NULL), 0);
+    assert_int_equal(vmt_thread_join(tb, NULL), 0);
+    assert_int_equal(atomic_load(&b.rc), 0);
+    vmt_thread_release(ta);
+    vmt_thread_release(tb);
+    assert_int_equal(vmt_monitor_destroy(m), 0);
+  }
+  print_message("a_notify_is_not_lost_to_a_waiter_that_timed_out: %d of %d timed out\n",
+                timed_out, rounds);
 }
 
 /* ---- Park permits -------------------------------------------------------------------------- */
@@ -1064,6 +1130,7 @@ int main(void) {
       T(notify_wakes_one_and_notify_all_the_rest),
       T(a_thread_that_ends_holding_a_monitor_hands_it_on),
       T(a_waiter_that_stops_by_itself_is_blocked_until_it_reenters),
+      T(a_notify_is_not_lost_to_a_waiter_that_timed_out),
       T(permits_do_not_accumulate_and_survive_a_sleep),
       T(states_as_java_reports_them),
       T(join_of_self_and_of_attached_threads),
