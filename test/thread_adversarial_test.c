@@ -361,6 +361,11 @@ static void notify_wakes_one_and_notify_all_the_rest(void **state) {
     vmt_thread_release(t[i]);
   }
   assert_int_equal(atomic_load(&woken), N);
+  assert_int_equal(vmt_monitor_get_stats(b.m, &st), 0);
+  assert_int_equal(st.entry_waiters, 0);
+  assert_int_equal(st.wait_waiters, 0);
+  assert_int_equal(st.waits, N);
+  assert_int_equal(st.owner_id, 0);
   assert_int_equal(vmt_monitor_destroy(b.m), 0);
 }
 
@@ -495,6 +500,10 @@ static void a_notify_is_not_lost_to_a_waiter_that_timed_out(void **state) {
     assert_int_equal(atomic_load(&b.rc), 0);
     vmt_thread_release(ta);
     vmt_thread_release(tb);
+    vmt_monitor_stats_t st;
+    assert_int_equal(vmt_monitor_get_stats(m, &st), 0);
+    assert_int_equal(st.entry_waiters, 0);
+    assert_int_equal(st.wait_waiters, 0);
     assert_int_equal(vmt_monitor_destroy(m), 0);
   }
   print_message("a_notify_is_not_lost_to_a_waiter_that_timed_out: %d of %d timed out\n",
@@ -841,6 +850,8 @@ typedef struct kept {
   vmt_thread_t *self;
   latch_t entered, interrupted;
   int wait_rc, interrupted_after;
+  atomic_int second_wait;   /* 1 in the second wait, 2 once it returned */
+  int second_rc;
 } kept_t;
 
 static void *detach_holding_then_wait(void *arg) {
@@ -853,6 +864,10 @@ static void *detach_holding_then_wait(void *arg) {
   vmt_thread_detach();   /* keeps m: the thread is still inside it */
   k->wait_rc = vmt_monitor_wait(k->m, 1000 * 1000);
   k->interrupted_after = vmt_thread_interrupted();
+  /* Interrupted through the retained handle while it waits: still not interruptible. */
+  atomic_store(&k->second_wait, 1);
+  k->second_rc = vmt_monitor_wait(k->m, 100 * MU_MS);
+  atomic_store(&k->second_wait, 2);
   vmt_monitor_exit(k->m);
   return NULL;
 }
@@ -862,7 +877,8 @@ static void *detach_holding_then_wait(void *arg) {
  * status of its terminated record stays as it was ("a terminated thread keeps it"). */
 static void a_detached_thread_keeps_no_interrupt_for_its_waits(void **state) {
   (void)state;
-  kept_t k = {0};
+  kept_t k = {.m = NULL};
+  atomic_init(&k.second_wait, 0);
   latch_init(&k.entered);
   latch_init(&k.interrupted);
   assert_int_equal(vmt_monitor_create(&k.m, "kept"), 0);
@@ -871,7 +887,12 @@ static void a_detached_thread_keeps_no_interrupt_for_its_waits(void **state) {
   latch_wait(&k.entered);
   assert_int_equal(vmt_thread_interrupt(k.self), 0);
   latch_open(&k.interrupted);
+  while (atomic_load(&k.second_wait) != 2) {
+    if (atomic_load(&k.second_wait) == 1) assert_int_equal(vmt_thread_interrupt(k.self), 0);
+    mu_pause_1ms();
+  }
   assert_int_equal(pthread_join(p, NULL), 0);
+  assert_int_equal(k.second_rc, -ETIMEDOUT);
   assert_int_equal(k.wait_rc, -ETIMEDOUT);
   assert_int_equal(k.interrupted_after, 0);
   assert_int_equal(vmt_thread_state(k.self), VMT_THREAD_TERMINATED);
