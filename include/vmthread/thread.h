@@ -119,9 +119,9 @@ VMT_EXPORT int vmt_thread_start_ex(vmt_thread_t **out, const vmt_thread_options_
  * joiner at a time; the result goes to that join if it succeeds, and if it ends without
  * joining, interrupted, timed out or cancelled, t may be joined again, so a refused joiner
  * cannot take -EALREADY to mean that t has ended), -EINTR (no join happened: t may be
- * joined again). A cancellation point: a joiner
- * cancelled while it waits has not joined, and t can be joined again (its result is kept). No
- * lock is reported for the wait (Java names the Thread object, which a native thread has not).
+ * joined again). A cancellation point: a joiner cancelled while it waits has not joined, and
+ * t can be joined again (its result is kept). No lock is reported for the wait (Java names
+ * the Thread object, which a native thread has not).
  */
 VMT_EXPORT int vmt_thread_join(vmt_thread_t *t, void **result);
 /* Thread.join(millis) in ns: the same, giving up after timeout_ns with -ETIMEDOUT (no join
