@@ -1076,6 +1076,89 @@ static void exit_called_from_an_exit_hook(void **state) {
   vmt_thread_release(t);
 }
 
+static void exit_from_start_hook(vmt_thread_t *t, void *ctx) {
+  (void)ctx;
+  if (vmt_thread_current() == t) vmt_thread_exit((void *)0x77);
+}
+
+static void *never_runs(void *arg) {
+  (void)arg;
+  return (void *)1;
+}
+
+static atomic_int remove_rc = 1;
+static void *remove_start_hook(void *arg) {
+  (void)arg;
+  atomic_store(&remove_rc, vmt_thread_hooks_remove(exit_from_start_hook, NULL, NULL));
+  return NULL;
+}
+
+/* vmt_thread_exit from an on_start hook ends the thread before its body (valid: the thread is
+ * a started one, and not on its way out yet); the hook's call must count as finished, or the
+ * hook's removal waits for it for good. */
+static void exit_called_from_a_start_hook(void **state) {
+  (void)state;
+  assert_int_equal(vmt_thread_hooks_add(exit_from_start_hook, NULL, NULL), 0);
+  vmt_thread_t *t;
+  assert_int_equal(vmt_thread_start(&t, never_runs, NULL), 0);
+  void *res = NULL;
+  assert_int_equal(vmt_thread_timed_join(t, 5LL * 1000 * 1000 * 1000, &res), 0);
+  assert_ptr_equal(res, (void *)0x77);
+  vmt_thread_release(t);
+  /* The remove on a helper thread, so that a hang fails the test instead of the run. */
+  pthread_t p;
+  assert_int_equal(pthread_create(&p, NULL, remove_start_hook, NULL), 0);
+  MU_POLL_UNTIL(atomic_load(&remove_rc) != 1, "hooks_remove to return");
+  assert_int_equal(pthread_join(p, NULL), 0);
+  assert_int_equal(atomic_load(&remove_rc), 0);
+}
+
+static atomic_int in_cancel_hook;
+static pthread_t cancel_hook_thread;
+static void block_in_start_hook(vmt_thread_t *t, void *ctx) {
+  (void)t;
+  (void)ctx;
+  cancel_hook_thread = pthread_self();
+  atomic_store(&in_cancel_hook, 1);
+  /* Cancelled at pthread_testcancel: sched_yield is no cancellation point. A request acted on
+   * inside a blocking call (nanosleep) unwinds from the SIGCANCEL handler, which GCC's ASan
+   * may report as a stack-buffer-overflow depending on frame layout (google/sanitizers#1399,
+   * glibc's cancellation longjmp leaves the skipped frames poisoned). */
+  for (;;) {
+    pthread_testcancel();
+    sched_yield();
+  }
+}
+
+static void *remove_cancel_hook(void *arg) {
+  (void)arg;
+  atomic_store(&remove_rc, vmt_thread_hooks_remove(block_in_start_hook, NULL, NULL));
+  return NULL;
+}
+
+/* Cancelled inside its on_start hook: the thread ends (PTHREAD_CANCELED), and the hook's call
+ * counts as finished. */
+static void cancelled_inside_a_start_hook(void **state) {
+  (void)state;
+  atomic_store(&in_cancel_hook, 0);
+  atomic_store(&remove_rc, 1);
+  assert_int_equal(vmt_thread_hooks_add(block_in_start_hook, NULL, NULL), 0);
+  vmt_thread_t *t;
+  assert_int_equal(vmt_thread_start(&t, never_runs, NULL), 0);
+  MU_POLL_UNTIL(atomic_load(&in_cancel_hook), "the start hook");
+  pthread_t p;
+  assert_int_equal(pthread_create(&p, NULL, remove_cancel_hook, NULL), 0);
+  /* The remove waits while the hook runs (it may also start after the hook's end). */
+  assert_int_equal(pthread_cancel(cancel_hook_thread), 0);
+  void *res = NULL;
+  assert_int_equal(vmt_thread_timed_join(t, 5LL * 1000 * 1000 * 1000, &res), 0);
+  assert_ptr_equal(res, PTHREAD_CANCELED);
+  vmt_thread_release(t);
+  MU_POLL_UNTIL(atomic_load(&remove_rc) != 1, "hooks_remove to return");
+  assert_int_equal(pthread_join(p, NULL), 0);
+  assert_int_equal(atomic_load(&remove_rc), 0);
+}
+
 static vmt_tls_key_t exit_key;
 static void exit_from_destructor(void *v) {
   (void)v;
@@ -1167,6 +1250,8 @@ int main(void) {
       T(stack_bounds_hold_the_frame),
       T(exit_called_from_an_exit_hook),
       T(exit_called_from_a_tls_destructor),
+      T(exit_called_from_a_start_hook),
+      T(cancelled_inside_a_start_hook),
       T(attach_from_the_last_detach_is_not_a_phantom),
   };
   return cmocka_run_group_tests(tests, mu_attach_main, mu_detach_main);

@@ -39,6 +39,10 @@ void vmt__thread_finish(vmt_thread_t *t, bool goes_on) {
   int old_cancel;
   pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old_cancel);
   t->finishing = true;   /* vmt_thread_exit from a hook or destructor below: -EPERM */
+  /* An end (not a detach) may come from unwinding out of a start hook (it called
+   * vmt_thread_exit, or was cancelled): that call never returned; count it out. A detach may
+   * be called from a start hook that is still running: it will return. */
+  if (!goes_on) vmt__hooks_unwound();
   vmt__vms_thread_exit_begin(t);
   (void)vmt__fault_hit(VMT__FAULT_THREAD_EXITING);   /* a hook point only */
   vmt__hooks_run(t, false);

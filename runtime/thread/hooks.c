@@ -10,7 +10,10 @@
  * without it. A thread that runs a slot's hook counts itself in the slot's `active` before it
  * loads the function, and removal clears the function before it waits for `active` to drain
  * (both seq_cst, Dekker's pattern): a call either sees the function cleared or is waited for,
- * so once remove returns the VM may free the hook's context. A slot is handed out again only
+ * so once remove returns the VM may free the hook's context. A call that never returns (a
+ * start hook that ends its thread with vmt_thread_exit, or is cancelled) is counted out by the
+ * thread's exit path (vmt__hooks_unwound), from the slots it was inside. A slot is handed out
+ * again only
  * once nobody is inside it, so a call never pairs one hook's function with another's context.
  * With no hook registered a start or exit pays one relaxed load.
  */
@@ -125,3 +128,9 @@ void vmt__hooks_run(vmt_thread_t *t, bool start) {
     for (int i = VMT_THREAD_HOOKS_MAX - 1; i >= 0; i--) run_slot(i, t, false);
 }
 
+void vmt__hooks_unwound(void) {
+  unsigned inside = inside_hooks;
+  inside_hooks = 0;
+  for (int i = 0; i < VMT_THREAD_HOOKS_MAX; i++)
+    if (inside & (1u << i)) atomic_fetch_sub_explicit(&hooks[i].active, 1, memory_order_release);
+}

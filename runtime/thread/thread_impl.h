@@ -54,6 +54,9 @@ void vmt__stack_guard_end(vmt_thread_t *t);
 /* Runs the VM's start (start = true) or exit hooks for t, on t itself; none for internal
  * threads. */
 void vmt__hooks_run(vmt_thread_t *t, bool start);
+/* The calling thread is ending (exit.c, not at a detach): hook calls it is still inside were
+ * unwound (a cancellation, a pthread_exit) and never return; count them finished. */
+void vmt__hooks_unwound(void);
 
 /* ---- TLS slots (tls.c) ------------------------------------------------------------------ */
 /* The destructors of t's slots, then every slot cleared; run by t itself as it ends. */
