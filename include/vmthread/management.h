@@ -279,7 +279,13 @@ VMT_EXPORT bool vmt_mx_is_synchronizer_usage_supported(void);
 /* ---- Deadlocks -------------------------------------------------------------------------- */
 /* Ids of threads in cycles of monitor ownership (findMonitorDeadlockedThreads) or of monitors
  * and synchronizers (findDeadlockedThreads). *ids = NULL and *count = 0 when there is none
- * (Java: null); else free *ids with vmt_mx_ids_free. Errors: -EINVAL (NULL), -ENOMEM. */
+ * (Java: null); else free *ids with vmt_mx_ids_free. Errors: -EINVAL (NULL), -ENOMEM.
+ * The synchronizers followed are the runtime's own (monitor.h's vmt_sync_*), whose owner it
+ * knows at every instant. A park blocker's owner_id (vmt_thread_set_park_blocker) is the host's
+ * snapshot from before the park and may be stale by the scan (a queued successor acquires, the
+ * snapshot still names the old owner), so it is shown in ThreadInfo but no edge is drawn
+ * through it: a cycle of threads parked on the VM's own locks (java.util.concurrent's, built on
+ * vmt_park) is not reported. HotSpot reads the lock's owner field at its safepoint instead. */
 VMT_EXPORT int vmt_mx_find_monitor_deadlocked_threads(int64_t **ids, size_t *count);
 VMT_EXPORT int vmt_mx_find_deadlocked_threads(int64_t **ids, size_t *count);
 /* findDeadlockedThreads at a global safepoint: no lock changes owner through the runtime's
