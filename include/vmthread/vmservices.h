@@ -119,7 +119,8 @@ typedef struct vmt_straggler {
  * behalf while the target is in a safe state (the target cannot leave that state until fn
  * returns: its stack, its held monitors and its state stay as they are). fn must be short, must
  * not wait for the target, and must not begin a safepoint or another handshake; it may
- * allocate. */
+ * allocate. It runs with cancellation disabled, wherever it runs (a cancellation pending on
+ * that thread is acted upon at its next cancellation point after fn). */
 typedef void (*vmt_handshake_fn)(vmt_thread_t *target, void *arg);
 
 typedef struct vmt_handshake_result {

@@ -12,9 +12,24 @@
  * While a safepoint holds, safe threads are processed by nobody but its coordinator: the
  * requester sleeps until the end (one broadcast) and retries.
  */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "runtime/vmservices/vmservices_impl.h"
+
+/* Runs one operation with cancellation off. An operation is the VM's code and may reach a
+ * cancellation point (a log write, as a stack walker may); none of the calls it runs inside
+ * is one (docs/design.md, "Cancellation"), and a thread unwound from inside it would leave its
+ * node never completed (its requester waits forever) or, on a requester processing for a safe
+ * target, PROCESSING set and the processor counted for good (the target could never leave its
+ * safe state, no safepoint could begin). A cancellation pending is acted upon at the thread's
+ * next cancellation point. Two pthread_setcancelstate calls: a few ns, on the slow path. */
+static void run_fn(vmt_handshake_fn fn, vmt_thread_t *t, void *arg) {
+  int old_cancel;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old_cancel);
+  fn(t, arg);
+  pthread_setcancelstate(old_cancel, NULL);
+}
 
 void vmt__straggler_fill(vmt_straggler_t *s, const vmt_thread_t *t, int64_t waited_ns) {
   if (s == NULL) return;
@@ -46,7 +61,7 @@ void vmt__hs_complete(struct vmt__hs_node *n, int32_t result, bool by_target) {
 }
 
 static void run_node(vmt_thread_t *t, struct vmt__hs_node *n, bool by_target) {
-  n->fn(t, n->arg);
+  run_fn(n->fn, t, n->arg);
   if (n->async)
     free(n);
   else
@@ -240,7 +255,7 @@ int vmt_handshake_run(vmt_thread_t *target, vmt_handshake_fn fn, void *arg, int6
   if (result) *result = (vmt_handshake_result_t){0};
   vmt_thread_t *self = vmt__current;
   if (target == self) {
-    fn(self, arg);
+    run_fn(fn, self, arg);
     if (result) {
       result->by_target = true;
       result->by_targets = 1;
@@ -385,7 +400,7 @@ int vmt_handshake_run_all(vmt_handshake_fn fn, void *arg, int64_t timeout_ns,
   int rc = vmt__hs_run_group(self, nodes, n, fn, arg, deadline, result);
   vmt__region_leave(self, saved, NULL);
   if (self && vmt__thread_is_listed(self)) {
-    fn(self, arg);
+    run_fn(fn, self, arg);
     if (result) result->by_targets++;
   }
   free(nodes);

@@ -1,0 +1,211 @@
+/*
+ * test/vms_adversarial_test.c: the VM services under the calls and the events an outside user
+ * can combine with them: a cancellation pending while a handshake operation runs (on its target
+ * or on a requester processing for a safe target), stale handles and bad arguments to every
+ * call. Every test runs under a hang guard.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "test/vms_util.h"
+
+static void on_alarm(int sig) {
+  (void)sig;
+  static const char msg[] = "vms_adversarial_test: hang guard expired (a call never returned)\n";
+  ssize_t n = write(2, msg, sizeof(msg) - 1);
+  (void)n;
+  _exit(70);
+}
+
+static void hang_guard(void) {
+  signal(SIGALRM, on_alarm);
+  alarm(60);
+}
+
+/* ---- cancellation inside a handshake operation ------------------------------------------ *
+ * docs/design.md, "Cancellation": a call is a cancellation point that leaves the runtime as if
+ * it had not been made, or none at all; vmt_poll, the transitions and the handshake calls are
+ * none. A handshake operation is the VM's code, and may reach a cancellation point (a write to
+ * a log, as a stack walker may: the walk turns cancellation off for it). */
+typedef struct op_count {
+  _Atomic int entered;
+  _Atomic int completed;
+} op_count_t;
+
+static void op_with_cancellation_point(vmt_thread_t *target, void *arg) {
+  (void)target;
+  op_count_t *c = arg;
+  atomic_fetch_add(&c->entered, 1);
+  pthread_testcancel();
+  atomic_fetch_add(&c->completed, 1);
+}
+
+typedef struct cancelled_poller {
+  _Atomic bool running;
+  _Atomic bool may_end;
+  _Atomic bool reached_end;
+} cancelled_poller_t;
+
+/* In managed code with a cancellation pending, polling (no cancellation point) until told. */
+static void *poll_cancelled(void *arg) {
+  cancelled_poller_t *p = arg;
+  vmt_thread_t *self = vmt_thread_current();
+  pthread_cancel(pthread_self());
+  vmt_exec_enter(VMT_EXEC_MANAGED);
+  atomic_store(&p->running, true);
+  while (!atomic_load(&p->may_end)) vmt_poll(self);
+  vmt_exec_enter(VMT_EXEC_NATIVE);
+  atomic_store(&p->reached_end, true);
+  pthread_testcancel();   /* the cancellation acts here */
+  return NULL;
+}
+
+static void a_cancellation_is_not_acted_upon_inside_an_operation_on_its_target(void **state) {
+  (void)state;
+  hang_guard();
+  cancelled_poller_t p = {0};
+  vmt_thread_t *t = mu_start(poll_cancelled, &p);
+  MU_POLL_UNTIL(atomic_load(&p.running), "the target to run managed code");
+  op_count_t c = {0};
+  vmt_handshake_result_t res;
+  /* The target runs it at its poll: the operation completes, and the call returns. */
+  assert_int_equal(vmt_handshake_run(t, op_with_cancellation_point, &c, 0, &res), 0);
+  assert_true(res.by_target);
+  assert_int_equal(atomic_load(&c.entered), 1);
+  assert_int_equal(atomic_load(&c.completed), 1);
+  /* The target goes on, and is cancelled at its own next cancellation point. */
+  atomic_store(&p.may_end, true);
+  mu_join(t);
+  assert_true(atomic_load(&p.reached_end));
+}
+
+typedef struct cancelled_requester {
+  vmt_thread_t *target;
+  op_count_t ops;
+  _Atomic bool returned;
+  _Atomic int rc;
+} cancelled_requester_t;
+
+/* A foreign thread, cancellation pending, handshakes a parked (safe) thread: it runs the
+ * operation itself, on the target's behalf. */
+static void *request_cancelled(void *arg) {
+  cancelled_requester_t *r = arg;
+  pthread_cancel(pthread_self());
+  /* No local whose address is taken: ASan's redzones of a frame the cancellation unwinds stay
+   * poisoned, and the thread's own teardown then writes there. */
+  atomic_store(&r->rc, vmt_handshake_run(r->target, op_with_cancellation_point, &r->ops, 0, NULL));
+  atomic_store(&r->returned, true);
+  pthread_testcancel();
+  return NULL;
+}
+
+static void a_cancellation_is_not_acted_upon_inside_an_operation_run_on_behalf(void **state) {
+  (void)state;
+  hang_guard();
+  parker_t p;
+  parker_start(&p);
+  cancelled_requester_t r = {.target = p.thread, .rc = 1};
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, request_cancelled, &r), 0);
+  void *res = NULL;
+  assert_int_equal(pthread_join(th, &res), 0);
+  assert_ptr_equal(res, PTHREAD_CANCELED);
+  assert_true(atomic_load(&r.returned));
+  assert_int_equal(atomic_load(&r.rc), 0);
+  assert_int_equal(atomic_load(&r.ops.completed), 1);
+  /* Nothing is left held: a safepoint is reached, and the parked thread can leave. */
+  vmt_safepoint_stats_t st;
+  assert_int_equal(vmt_safepoint_begin(5 * VMS_SECOND, &st), 0);
+  assert_int_equal(vmt_safepoint_end(NULL), 0);
+  parker_stop(&p);
+}
+
+/* ---- stale handles, bad arguments -------------------------------------------------------- */
+static void *nothing(void *arg) { return arg; }
+
+static void noop_op(vmt_thread_t *t, void *arg) {
+  (void)t;
+  (void)arg;
+}
+
+static void stale_handles_and_bad_arguments_are_refused(void **state) {
+  (void)state;
+  hang_guard();
+  vmt_thread_t *t = mu_start(nothing, NULL);
+  assert_int_equal(vmt_thread_join(t, NULL), 0);
+  /* Joined, still held: it has exited. */
+  assert_int_equal(vmt_exec_state(t), VMT_EXEC_EXITED);
+  assert_int_equal(vmt_handshake_run(t, noop_op, NULL, 0, NULL), -ESRCH);
+  assert_int_equal(vmt_handshake_post(t, noop_op, NULL), -ESRCH);
+  assert_int_equal(vmt_thread_suspend(t, VMT_SUSPEND_VM, 0, NULL), -ESRCH);
+  assert_int_equal(vmt_thread_suspend_count(t), 0);
+  assert_int_equal(vmt_thread_resume(t, VMT_SUSPEND_VM), -EINVAL);
+  assert_int_equal(vmt_thread_release(t), 0);
+  /* Released: every call refuses the handle. */
+  assert_int_equal(vmt_exec_state(t), -EINVAL);
+  assert_null(vmt_poll_word(t));
+  assert_int_equal(vmt_handshake_run(t, noop_op, NULL, 0, NULL), -EINVAL);
+  assert_int_equal(vmt_handshake_post(t, noop_op, NULL), -EINVAL);
+  assert_int_equal(vmt_thread_suspend(t, VMT_SUSPEND_VM, 0, NULL), -EINVAL);
+  assert_int_equal(vmt_thread_resume(t, VMT_SUSPEND_VM), -EINVAL);
+  assert_int_equal(vmt_thread_suspend_count(t), -EINVAL);
+  vmt_poll_slow(t);   /* not the caller's: ignored */
+
+  parker_t p;
+  parker_start(&p);
+  assert_int_equal(vmt_handshake_run(NULL, noop_op, NULL, 0, NULL), -EINVAL);
+  assert_int_equal(vmt_handshake_run(p.thread, NULL, NULL, 0, NULL), -EINVAL);
+  assert_int_equal(vmt_handshake_run(p.thread, noop_op, NULL, -1, NULL), -EINVAL);
+  assert_int_equal(vmt_handshake_run(p.thread, noop_op, NULL, INT64_MAX, NULL), 0);
+  assert_int_equal(vmt_handshake_post(p.thread, NULL, NULL), -EINVAL);
+  assert_int_equal(vmt_handshake_run_all(NULL, NULL, 0, NULL), -EINVAL);
+  assert_int_equal(vmt_handshake_run_all(noop_op, NULL, -1, NULL), -EINVAL);
+  assert_int_equal(vmt_handshake_run_all(noop_op, NULL, INT64_MAX, NULL), 0);
+  assert_int_equal(vmt_safepoint_begin(-1, NULL), -EINVAL);
+  assert_int_equal(vmt_safepoint_end(NULL), -EPERM);
+  assert_int_equal(vmt_safepoint_begin(INT64_MAX, NULL), 0);
+  assert_int_equal(vmt_safepoint_begin(0, NULL), -EDEADLK);
+  assert_int_equal(vmt_safepoint_end(NULL), 0);
+  assert_int_equal(vmt_safepoint_end(NULL), -EPERM);
+  assert_int_equal(vmt_thread_suspend(NULL, VMT_SUSPEND_VM, 0, NULL), -EINVAL);
+  assert_int_equal(vmt_thread_suspend(p.thread, VMT_SUSPEND_REASON_COUNT, 0, NULL), -EINVAL);
+  assert_int_equal(vmt_thread_suspend(p.thread, (vmt_suspend_reason_t)-1, 0, NULL), -EINVAL);
+  assert_int_equal(vmt_thread_suspend(p.thread, VMT_SUSPEND_VM, -1, NULL), -EINVAL);
+  assert_int_equal(vmt_thread_resume(p.thread, VMT_SUSPEND_VM), -EINVAL);   /* never suspended */
+  assert_int_equal(vmt_thread_resume(p.thread, VMT_SUSPEND_REASON_COUNT), -EINVAL);
+  assert_int_equal(vmt_thread_suspend(p.thread, VMT_SUSPEND_USER, INT64_MAX, NULL), 0);
+  assert_int_equal(vmt_thread_resume(p.thread, VMT_SUSPEND_VM), -EINVAL);   /* another reason */
+  assert_int_equal(vmt_thread_suspend_count(p.thread), 1);
+  assert_int_equal(vmt_thread_resume(p.thread, VMT_SUSPEND_USER), 0);
+  assert_int_equal(vmt_thread_suspend_count(p.thread), 0);
+  assert_int_equal(vmt_thread_suspend_count(NULL), -EINVAL);
+  assert_int_equal(vmt_thread_suspend_all(VMT_SUSPEND_REASON_COUNT, 0, NULL), -EINVAL);
+  assert_int_equal(vmt_thread_suspend_all(VMT_SUSPEND_VM, -1, NULL), -EINVAL);
+  assert_int_equal(vmt_thread_resume_all(VMT_SUSPEND_REASON_COUNT), -EINVAL);
+  /* From a foreign thread, transitions are refused. */
+  assert_int_equal(vmt_exec_enter(VMT_EXEC_MANAGED), -EPERM);
+  assert_int_equal(vmt_exec_state(NULL), -EINVAL);
+  assert_string_equal(vmt_exec_state_name((vmt_exec_state_t)99), "UNKNOWN");
+  parker_stop(&p);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(a_cancellation_is_not_acted_upon_inside_an_operation_on_its_target),
+      cmocka_unit_test(a_cancellation_is_not_acted_upon_inside_an_operation_run_on_behalf),
+      cmocka_unit_test(stale_handles_and_bad_arguments_are_refused),
+  };
+  /* VMS_ADV_FILTER names one test (cmocka's pattern): a hang guard ends the whole binary. */
+  const char *filter = getenv("VMS_ADV_FILTER");
+  if (filter) cmocka_set_test_filter(filter);
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
