@@ -1,8 +1,8 @@
 /*
  * test/vms_adversarial_test.c: the VM services under the calls and the events an outside user
  * can combine with them: a cancellation pending while a handshake operation runs (on its target
- * or on a requester processing for a safe target), stale handles and bad arguments to every
- * call. Every test runs under a hang guard.
+ * or on a requester processing for a safe target), a second safepoint begun with a timeout
+ * while another one holds, stale handles and bad arguments to every call. Every test runs under a hang guard.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -129,6 +129,48 @@ static void a_cancellation_is_not_acted_upon_inside_an_operation_run_on_behalf(v
   parker_stop(&p);
 }
 
+/* ---- a begin with a timeout while another safepoint holds -------------------------------- *
+ * vmthread/vmservices.h: "Every wait has a timeout (0 = none), and a timed-out request names
+ * the thread it waited for"; a second begin "waits, safe, for the first to end". */
+typedef struct holder {
+  _Atomic bool holding;
+  _Atomic bool release;
+  _Atomic int begin_rc;
+  _Atomic int end_rc;
+} holder_t;
+
+static void *hold_safepoint(void *arg) {
+  holder_t *h = arg;
+  atomic_store(&h->begin_rc, vmt_safepoint_begin(0, NULL));
+  atomic_store(&h->holding, true);
+  /* Until told, or 3 s: a begin that ignores its timeout then returns, and is caught. */
+  int64_t deadline = test_clock_ns(CLOCK_MONOTONIC) + 3 * VMS_SECOND;
+  while (!atomic_load(&h->release) && test_clock_ns(CLOCK_MONOTONIC) < deadline) mu_pause_1ms();
+  atomic_store(&h->end_rc, vmt_safepoint_end(NULL));
+  return NULL;
+}
+
+static void a_begin_times_out_while_another_safepoint_holds(void **state) {
+  (void)state;
+  hang_guard();
+  holder_t h = {0};
+  vmt_thread_t *t = mu_start(hold_safepoint, &h);
+  MU_POLL_UNTIL(atomic_load(&h.holding), "the other coordinator to hold its safepoint");
+  assert_int_equal(atomic_load(&h.begin_rc), 0);
+  vmt_safepoint_stats_t st;
+  int rc = vmt_safepoint_begin(20 * MU_MS, &st);
+  bool released_first = atomic_load(&h.release);
+  atomic_store(&h.release, true);
+  if (rc == 0) vmt_safepoint_end(NULL);
+  mu_join(t);
+  assert_int_equal(atomic_load(&h.end_rc), 0);
+  assert_false(released_first);
+  assert_int_equal(rc, -ETIMEDOUT);
+  /* The thread it waited for: the coordinator of the safepoint that held. */
+  assert_int_equal(st.straggler.thread_id, vmt_thread_id(t));
+  assert_false(vmt_safepoint_in_progress());
+}
+
 /* ---- stale handles, bad arguments -------------------------------------------------------- */
 static void *nothing(void *arg) { return arg; }
 
@@ -202,6 +244,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(a_cancellation_is_not_acted_upon_inside_an_operation_on_its_target),
       cmocka_unit_test(a_cancellation_is_not_acted_upon_inside_an_operation_run_on_behalf),
+      cmocka_unit_test(a_begin_times_out_while_another_safepoint_holds),
       cmocka_unit_test(stale_handles_and_bad_arguments_are_refused),
   };
   /* VMS_ADV_FILTER names one test (cmocka's pattern): a hang guard ends the whole binary. */

@@ -175,8 +175,9 @@ typedef struct vmt_safepoint_stats {
 } vmt_safepoint_stats_t;
 
 /* 0 once at the safepoint; -ETIMEDOUT (nothing stays stopped; stats->straggler names a thread
- * that had not arrived), -EDEADLK (the caller is already the coordinator), -EINVAL
- * (timeout_ns < 0), -ENOMEM. stats may be NULL. */
+ * that had not arrived, or the coordinator of another safepoint that held for the whole
+ * timeout, thread_id 0 if that one is foreign), -EDEADLK (the caller is already the
+ * coordinator), -EINVAL (timeout_ns < 0), -ENOMEM. stats may be NULL. */
 VMT_EXPORT int vmt_safepoint_begin(int64_t timeout_ns, vmt_safepoint_stats_t *stats);
 /* Releases every thread with one broadcast; stats (may be NULL) gets time_at_safepoint_ns.
  * -EPERM unless the caller began the safepoint in progress. A coordinator that exits (or

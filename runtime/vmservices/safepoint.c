@@ -39,6 +39,9 @@ static _Atomic uint32_t sp_remaining;          /* countdown of armed threads (ab
 static _Atomic(vmt_thread_t *) sp_last;        /* the last thread to announce its arrival */
 static _Atomic uint32_t hs_inflight;           /* processors on behalf of safe threads */
 static uint64_t sp_count;                      /* safepoints begun (sp_lock) */
+/* The coordinator's record (NULL for a foreign one or none): whom a begin that times out
+ * waiting for sp_lock names. */
+static _Atomic(vmt_thread_t *) sp_holder;
 /* The safepoint in progress, the coordinator's (under sp_lock). */
 static struct {
   int saved_state;
@@ -109,8 +112,23 @@ static bool wait_zero(_Atomic uint32_t *word, uint32_t sleeping, int64_t deadlin
   }
 }
 
+/* sp_lock, waiting until the deadline at most (vmt_os_futex_lock's protocol: 2 = held, maybe
+ * with sleepers; a waiter that gives up leaves 2, which costs the holder one spare wake). */
+static bool sp_lock_until(int64_t deadline) {
+  uint32_t expected = 0;
+  if (atomic_compare_exchange_strong_explicit(&sp_lock, &expected, 1, memory_order_acquire,
+                                              memory_order_relaxed))
+    return true;
+  while (atomic_exchange_explicit(&sp_lock, 2, memory_order_acquire) != 0) {
+    if (deadline != VMT_OS_NO_DEADLINE && vmt_os_java_time_nanos() >= deadline) return false;
+    vmt_os_futex_wait(&sp_lock, 2, deadline);
+  }
+  return true;
+}
+
 /* Ends the safepoint in progress: one broadcast for every waiter. Under sp_lock. */
 static void release_all(void) {
+  atomic_store_explicit(&sp_holder, NULL, memory_order_relaxed);
   atomic_store_explicit(&vmt__sp_owner, 0, memory_order_relaxed);
   uint32_t old = atomic_load_explicit(&vmt__sp_word, memory_order_relaxed);
   old = atomic_exchange_explicit(&vmt__sp_word, (old & ~3u) + 4u, memory_order_seq_cst);
@@ -148,7 +166,16 @@ int vmt_safepoint_begin(int64_t timeout_ns, vmt_safepoint_stats_t *stats) {
   int64_t start = vmt_os_java_time_nanos();
   int64_t deadline = vmt__vms_deadline(timeout_ns);
   int saved = vmt__region_enter(self);
-  vmt_os_futex_lock(&sp_lock);
+  if (!sp_lock_until(deadline)) {
+    /* Another safepoint holds for longer than our timeout: its coordinator is the straggler. */
+    vmt_thread_t *holder = atomic_load_explicit(&sp_holder, memory_order_relaxed);
+    if (holder && !vmt__record_ref_if_live(holder)) holder = NULL;
+    if (stats) vmt__straggler_fill(&stats->straggler, holder, vmt_os_java_time_nanos() - start);
+    if (holder) vmt__record_unref(holder);
+    vmt__region_leave(self, saved, NULL);
+    return -ETIMEDOUT;
+  }
+  atomic_store_explicit(&sp_holder, self, memory_order_relaxed);
   uint64_t id = ++sp_count;
   atomic_store_explicit(&sp_remaining, SP_BIAS, memory_order_relaxed);
   atomic_store_explicit(&sp_last, NULL, memory_order_relaxed);
@@ -244,6 +271,7 @@ static void sp_fork_child(void) {
     atomic_fetch_and_explicit(&vmt__sp_word, ~VMT__SP_WAITERS, memory_order_relaxed);
   } else {
     atomic_store_explicit(&sp_lock, 0, memory_order_relaxed);
+    atomic_store_explicit(&sp_holder, NULL, memory_order_relaxed);
     atomic_store_explicit(&vmt__sp_owner, 0, memory_order_relaxed);
     atomic_fetch_and_explicit(&vmt__sp_word, ~(VMT__SP_ACTIVE | VMT__SP_WAITERS),
                               memory_order_relaxed);
@@ -253,7 +281,7 @@ static void sp_fork_child(void) {
 }
 VMT__PROCESS_STATE(safepoint,
                    .symbols = "vmt__sp_word vmt__sp_owner sp_lock sp_remaining sp_last "
-                              "hs_inflight sp_count sp_cur",
+                              "hs_inflight sp_count sp_cur sp_holder",
                    .rule = VMT__FORK_RESET,
                    .fork = "a safepoint another thread held is over (its coordinator is not "
                            "there; sp_lock re-initialised, the word cleared); one the forking "
