@@ -2,7 +2,10 @@
  * test/vms_adversarial_test.c: the VM services under the calls and the events an outside user
  * can combine with them: a cancellation pending while a handshake operation runs (on its target
  * or on a requester processing for a safe target), a second safepoint begun with a timeout
- * while another one holds, stale handles and bad arguments to every call. Every test runs under a hang guard.
+ * while another one holds, a foreign coordinator that attaches while holding its safepoint,
+ * stale handles and bad arguments to every call. Scenarios that would leave a safepoint held
+ * for good if the runtime got them wrong run in a process of their own, so that a failure
+ * fails one test and not every later one. Every test runs under a hang guard.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -13,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include <cmocka.h>
 
@@ -29,6 +33,24 @@ static void on_alarm(int sig) {
 static void hang_guard(void) {
   signal(SIGALRM, on_alarm);
   alarm(60);
+}
+
+/* Runs a scenario in a process of its own (this binary executed again, VMS_ADV_CHILD naming
+ * it, as test/cancellation_test.c does; a fork child could not start threads under the
+ * sanitizers): its exit status is 0 for success. */
+static void run_in_child(const char *name, const char *what) {
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    setenv("VMS_ADV_CHILD", name, 1);
+    execl("/proc/self/exe", "vms_adversarial_test", (char *)NULL);
+    _exit(99);
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    fail_msg("%s: child status 0x%x (exit code %d)", what, status,
+             WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 }
 
 /* ---- cancellation inside a handshake operation ------------------------------------------ *
@@ -171,6 +193,41 @@ static void a_begin_times_out_while_another_safepoint_holds(void **state) {
   assert_false(vmt_safepoint_in_progress());
 }
 
+/* ---- foreign coordinators ---------------------------------------------------------------- *
+ * vmthread/vmservices.h: requests "from any thread, runtime or foreign"; "-EPERM unless the
+ * caller began the safepoint in progress"; "A coordinator that exits (or detaches) with its
+ * safepoint held ends it as it goes." */
+static void *begin_attach_end_detach(void *arg) {
+  int *rc = arg;
+  rc[0] = vmt_safepoint_begin(0, NULL);
+  vmt_thread_t *me = NULL;
+  rc[1] = vmt_thread_attach(NULL, &me);
+  rc[2] = vmt_safepoint_end(NULL);
+  rc[3] = vmt_thread_detach();
+  return NULL;
+}
+
+static int child_foreign_coordinator_attaches(void) {
+  int rc[4] = {1, 1, 1, 1};
+  pthread_t th;
+  if (pthread_create(&th, NULL, begin_attach_end_detach, rc) != 0) return 10;
+  if (pthread_join(th, NULL) != 0) return 11;
+  if (rc[0] != 0 || rc[1] != 0 || rc[3] != 0) return 12;
+  if (rc[2] != 0) {
+    fprintf(stderr, "vmt_safepoint_end after an attach by its coordinator: %d\n", rc[2]);
+    return 13;
+  }
+  if (vmt_safepoint_in_progress()) return 14;
+  if (vmt_safepoint_begin(VMS_SECOND, NULL) != 0) return 15;
+  return vmt_safepoint_end(NULL) == 0 ? 0 : 16;
+}
+
+static void a_foreign_coordinator_that_attaches_can_end_its_safepoint(void **state) {
+  (void)state;
+  hang_guard();
+  run_in_child("attaches", "a foreign coordinator attached, then ended");
+}
+
 /* ---- stale handles, bad arguments -------------------------------------------------------- */
 static void *nothing(void *arg) { return arg; }
 
@@ -240,11 +297,26 @@ static void stale_handles_and_bad_arguments_are_refused(void **state) {
   parker_stop(&p);
 }
 
+static const struct {
+  const char *name;
+  int (*body)(void);
+} children[] = {
+    {"attaches", child_foreign_coordinator_attaches},
+};
+
 int main(void) {
+  const char *child = getenv("VMS_ADV_CHILD");
+  if (child) {
+    alarm(30);
+    for (size_t i = 0; i < sizeof(children) / sizeof(children[0]); i++)
+      if (strcmp(children[i].name, child) == 0) return children[i].body();
+    return 98;
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(a_cancellation_is_not_acted_upon_inside_an_operation_on_its_target),
       cmocka_unit_test(a_cancellation_is_not_acted_upon_inside_an_operation_run_on_behalf),
       cmocka_unit_test(a_begin_times_out_while_another_safepoint_holds),
+      cmocka_unit_test(a_foreign_coordinator_that_attaches_can_end_its_safepoint),
       cmocka_unit_test(stale_handles_and_bad_arguments_are_refused),
   };
   /* VMS_ADV_FILTER names one test (cmocka's pattern): a hang guard ends the whole binary. */

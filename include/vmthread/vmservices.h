@@ -181,7 +181,8 @@ typedef struct vmt_safepoint_stats {
 VMT_EXPORT int vmt_safepoint_begin(int64_t timeout_ns, vmt_safepoint_stats_t *stats);
 /* Releases every thread with one broadcast; stats (may be NULL) gets time_at_safepoint_ns.
  * -EPERM unless the caller began the safepoint in progress. A coordinator that exits (or
- * detaches) with its safepoint held ends it as it goes. */
+ * detaches) with its safepoint held ends it as it goes; one that began it foreign and then
+ * attaches keeps it and ends it as the attached thread. */
 VMT_EXPORT int vmt_safepoint_end(vmt_safepoint_stats_t *stats);
 /* True while a safepoint is being reached or held (any thread may ask). */
 VMT_EXPORT bool vmt_safepoint_in_progress(void);

@@ -79,6 +79,7 @@ int vmt_thread_attach(const vmt_thread_options_t *options, vmt_thread_t **out) {
   if (old != NULL) vmt__monitor_adopt(t, old);
   vmt__self = t;
   vmt__current_set(t);
+  vmt__vms_thread_attached(t);   /* a safepoint it began while foreign stays its own */
   if (old != NULL) vmt__record_unref(old);   /* the old identity's thread reference */
   /* Now, while the thread is ours to ask (stack.c); a failure leaves the bounds unknown
    * (vmt_thread_stack_info then answers -ESRCH for another thread, and retries for this one). */

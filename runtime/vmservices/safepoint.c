@@ -258,6 +258,13 @@ int vmt_safepoint_end(vmt_safepoint_stats_t *stats) {
   return 0;
 }
 
+void vmt__vms_thread_attached(vmt_thread_t *t) {
+  /* Only the thread itself can match its own token: no other writer races this. */
+  if (atomic_load_explicit(&vmt__sp_owner, memory_order_relaxed) != vmt__sp_token(NULL)) return;
+  atomic_store_explicit(&sp_holder, t, memory_order_relaxed);
+  atomic_store_explicit(&vmt__sp_owner, vmt__sp_token(t), memory_order_relaxed);
+}
+
 bool vmt_safepoint_in_progress(void) {
   return atomic_load_explicit(&vmt__sp_word, memory_order_acquire) & VMT__SP_ACTIVE;
 }

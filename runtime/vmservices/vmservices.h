@@ -126,6 +126,9 @@ static inline bool vmt__is_suspended(const vmt_thread_t *t) {
  * meanwhile and becomes EXITED: from then a request answers -ESRCH. */
 void vmt__vms_thread_exit_begin(vmt_thread_t *t);
 void vmt__vms_thread_exit_end(vmt_thread_t *t);
+/* A foreign thread has just become t (vmt_thread_attach, right after vmt__current_set): a
+ * safepoint it began before is now t's, so that t can end it (and does as it detaches). */
+void vmt__vms_thread_attached(vmt_thread_t *t);
 
 /* Fork: the package's rows in runtime/process.h's table (lifecycle.c, safepoint.c,
  * suspend.c), ranked between sync's and the registry's: a safepoint begun by another thread is
