@@ -2,10 +2,10 @@
  * test/vms_adversarial_test.c: the VM services under the calls and the events an outside user
  * can combine with them: a cancellation pending while a handshake operation runs (on its target
  * or on a requester processing for a safe target), a second safepoint begun with a timeout
- * while another one holds, a foreign coordinator that attaches while holding its safepoint,
- * stale handles and bad arguments to every call. Scenarios that would leave a safepoint held
- * for good if the runtime got them wrong run in a process of their own, so that a failure
- * fails one test and not every later one. Every test runs under a hang guard.
+ * while another one holds, a foreign coordinator that attaches or ends while holding its
+ * safepoint, stale handles and bad arguments to every call. Scenarios that would leave a
+ * safepoint held for good if the runtime got them wrong run in a process of their own, so that
+ * a failure fails one test and not every later one. Every test runs under a hang guard.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -228,6 +228,31 @@ static void a_foreign_coordinator_that_attaches_can_end_its_safepoint(void **sta
   run_in_child("attaches", "a foreign coordinator attached, then ended");
 }
 
+static void *begin_and_return(void *arg) {
+  *(int *)arg = vmt_safepoint_begin(0, NULL);
+  return NULL;
+}
+
+static int child_foreign_coordinator_exits(void) {
+  int rc = 1;
+  pthread_t th;
+  if (pthread_create(&th, NULL, begin_and_return, &rc) != 0) return 10;
+  if (pthread_join(th, NULL) != 0) return 11;
+  if (rc != 0) return 12;
+  if (vmt_safepoint_in_progress()) {
+    fprintf(stderr, "a foreign coordinator exited: its safepoint is still in progress\n");
+    return 13;
+  }
+  if (vmt_safepoint_begin(VMS_SECOND, NULL) != 0) return 14;
+  return vmt_safepoint_end(NULL) == 0 ? 0 : 15;
+}
+
+static void a_foreign_coordinator_that_exits_ends_its_safepoint(void **state) {
+  (void)state;
+  hang_guard();
+  run_in_child("exits", "a foreign coordinator exited");
+}
+
 /* ---- stale handles, bad arguments -------------------------------------------------------- */
 static void *nothing(void *arg) { return arg; }
 
@@ -302,6 +327,7 @@ static const struct {
   int (*body)(void);
 } children[] = {
     {"attaches", child_foreign_coordinator_attaches},
+    {"exits", child_foreign_coordinator_exits},
 };
 
 int main(void) {
@@ -317,6 +343,7 @@ int main(void) {
       cmocka_unit_test(a_cancellation_is_not_acted_upon_inside_an_operation_run_on_behalf),
       cmocka_unit_test(a_begin_times_out_while_another_safepoint_holds),
       cmocka_unit_test(a_foreign_coordinator_that_attaches_can_end_its_safepoint),
+      cmocka_unit_test(a_foreign_coordinator_that_exits_ends_its_safepoint),
       cmocka_unit_test(stale_handles_and_bad_arguments_are_refused),
   };
   /* VMS_ADV_FILTER names one test (cmocka's pattern): a hang guard ends the whole binary. */

@@ -177,12 +177,13 @@ typedef struct vmt_safepoint_stats {
 /* 0 once at the safepoint; -ETIMEDOUT (nothing stays stopped; stats->straggler names a thread
  * that had not arrived, or the coordinator of another safepoint that held for the whole
  * timeout, thread_id 0 if that one is foreign), -EDEADLK (the caller is already the
- * coordinator), -EINVAL (timeout_ns < 0), -ENOMEM. stats may be NULL. */
+ * coordinator), -EINVAL (timeout_ns < 0), -ENOMEM, -EAGAIN (a foreign caller whose end could
+ * not be hooked, below). stats may be NULL. */
 VMT_EXPORT int vmt_safepoint_begin(int64_t timeout_ns, vmt_safepoint_stats_t *stats);
 /* Releases every thread with one broadcast; stats (may be NULL) gets time_at_safepoint_ns.
  * -EPERM unless the caller began the safepoint in progress. A coordinator that exits (or
- * detaches) with its safepoint held ends it as it goes; one that began it foreign and then
- * attaches keeps it and ends it as the attached thread. */
+ * detaches) with its safepoint held ends it as it goes, a foreign one included (begin hooks
+ * its end); one that attaches keeps it and ends it as the attached thread. */
 VMT_EXPORT int vmt_safepoint_end(vmt_safepoint_stats_t *stats);
 /* True while a safepoint is being reached or held (any thread may ask). */
 VMT_EXPORT bool vmt_safepoint_in_progress(void);

@@ -287,11 +287,13 @@ extern _Thread_local vmt_thread_t *vmt__current __attribute__((tls_model("initia
  * One hook per thread (runtime/os.h, "Thread end"), armed by whatever first needs it there (an
  * attach, a first lock, a first registry snapshot); each package hands in its piece as it
  * arms, and the hook runs the pieces in this order: an attached thread's detach (thread), the
- * locks of an implicit or kept lock identity (sync), the hazard block (registry), which goes
- * last since nothing after it reads the registry. 0 or -errno (-ENOMEM, -EAGAIN): the caller
- * fails its call, or does without (hazard.c). */
+ * safepoint a foreign coordinator still holds (vmservices), the locks of an implicit or kept
+ * lock identity (sync), the hazard block (registry), which goes last since nothing after it
+ * reads the registry. 0 or -errno (-ENOMEM, -EAGAIN): the caller fails its call, or does
+ * without (hazard.c). */
 typedef enum vmt__end_piece {
   VMT__END_ATTACHED = 0,
+  VMT__END_SAFEPOINT,
   VMT__END_LOCKS,
   VMT__END_HAZARDS,
   VMT__END_PIECES,

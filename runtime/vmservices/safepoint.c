@@ -157,11 +157,22 @@ static vmt_thread_t *disarm(vmt_thread_t *armed) {
   return straggler;
 }
 
+/* The end of a foreign thread (a runtime thread ends its safepoint in its exit path,
+ * lifecycle.c): one that still holds its safepoint ends it, or nobody else could. */
+static void sp_foreign_thread_end(void) {
+  if (atomic_load_explicit(&vmt__sp_owner, memory_order_relaxed) == vmt__sp_token(vmt__current))
+    vmt_safepoint_end(NULL);
+}
+
 int vmt_safepoint_begin(int64_t timeout_ns, vmt_safepoint_stats_t *stats) {
   if (timeout_ns < 0) return -EINVAL;
   vmt_thread_t *self = vmt__current;
   uintptr_t me = vmt__sp_token(self);
   if (atomic_load_explicit(&vmt__sp_owner, memory_order_relaxed) == me) return -EDEADLK;
+  if (self == NULL) {
+    int arm = vmt__thread_end_arm(VMT__END_SAFEPOINT, sp_foreign_thread_end);
+    if (arm) return arm;
+  }
   if (stats) *stats = (vmt_safepoint_stats_t){0};
   int64_t start = vmt_os_java_time_nanos();
   int64_t deadline = vmt__vms_deadline(timeout_ns);
