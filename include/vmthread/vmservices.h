@@ -206,7 +206,8 @@ typedef enum vmt_suspend_reason {
  * the caller: it then waits until resumed (from native code it goes on, and stops when it
  * next tries to enter managed code). straggler may be NULL. Errors: -EINVAL (NULL or released
  * handle, reason out of range, timeout_ns < 0), -EDEADLK (the caller is suspended), -ESRCH
- * (exited), -ETIMEDOUT (the count is taken back), -EOVERFLOW (count at INT32_MAX). */
+ * (exited), -ETIMEDOUT (the count is taken back), -EOVERFLOW (the count for reason, or the
+ * total over all reasons, at INT32_MAX). */
 VMT_EXPORT int vmt_thread_suspend(vmt_thread_t *t, vmt_suspend_reason_t reason,
                                   int64_t timeout_ns, vmt_straggler_t *straggler);
 /* Takes one off t's count for reason; the last one lets t go. -EINVAL when that count is 0

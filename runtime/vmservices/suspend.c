@@ -53,6 +53,13 @@ static void count_down(vmt_thread_t *t, vmt_suspend_reason_t reason) {
   if (old & VMT__EXEC_WAITER) vmt_os_futex_wake(&t->exec, 1);
 }
 
+/* Under vmt__suspend_lock: one more count for reason would overflow it or the total (the sum
+ * of three counts, each of which may reach INT32_MAX alone). */
+static bool count_full(const vmt_thread_t *t, vmt_suspend_reason_t reason) {
+  return t->vms.suspend_counts[reason] == INT32_MAX ||
+         atomic_load_explicit(&t->vms.suspend_total, memory_order_relaxed) == INT32_MAX;
+}
+
 static void noop(vmt_thread_t *t, void *arg) { (void)t, (void)arg; }
 
 static bool self_suspended(vmt_thread_t *self) {
@@ -70,7 +77,7 @@ int vmt_thread_suspend(vmt_thread_t *t, vmt_suspend_reason_t reason, int64_t tim
   uint32_t w = 0;
   if (t != self && self_suspended(self))
     rc = -EDEADLK;
-  else if (t->vms.suspend_counts[reason] == INT32_MAX)
+  else if (count_full(t, reason))
     rc = -EOVERFLOW;
   else
     w = count_up(t, reason);
@@ -137,7 +144,7 @@ int vmt_thread_suspend_all(vmt_suspend_reason_t reason, int64_t timeout_ns,
   for (size_t i = 0; rc == 0 && i < snap->count; i++) {
     vmt_thread_t *t = snap->threads[i];
     if (t == self || !vmt__thread_is_listed(t)) continue;
-    if (t->vms.suspend_counts[reason] == INT32_MAX) {
+    if (count_full(t, reason)) {
       rc = -EOVERFLOW;
       break;
     }
