@@ -253,13 +253,251 @@ static void a_foreign_coordinator_that_exits_ends_its_safepoint(void **state) {
   run_in_child("exits", "a foreign coordinator exited");
 }
 
-/* ---- stale handles, bad arguments -------------------------------------------------------- */
-static void *nothing(void *arg) { return arg; }
-
 static void noop_op(vmt_thread_t *t, void *arg) {
   (void)t;
   (void)arg;
 }
+
+/* ---- timeouts of the all-threads calls ------------------------------------------------- *
+ * vmthread/vmservices.h: run_all's "-ETIMEDOUT (those that had not run it by then never will;
+ * the straggler is one of them)"; suspend_all's "On -ETIMEDOUT every count taken is taken
+ * back". A mutator that does not poll is the one straggler among threads that answer. */
+static void all_thread_timeouts_name_the_one_that_did_not_poll(void **state) {
+  (void)state;
+  hang_guard();
+  mutator_t quiet, polling;
+  mutator_start(&quiet, false);
+  mutator_start(&polling, true);
+  parker_t p;
+  parker_start(&p);
+
+  probe_t pr = {0};
+  vmt_handshake_result_t res;
+  assert_int_equal(vmt_handshake_run_all(probe_fn, &pr, 30 * MU_MS, &res), -ETIMEDOUT);
+  assert_int_equal(res.straggler.thread_id, vmt_thread_id(quiet.thread));
+  assert_int_equal(res.straggler.exec_state, VMT_EXEC_MANAGED);
+  int ran = atomic_load(&pr.calls);
+  assert_int_equal(ran, res.by_targets + res.by_requester);
+  /* The straggler polls again: the operation taken back never runs. */
+  atomic_store(&quiet.poll, true);
+  uint64_t before = atomic_load(&quiet.iterations);
+  MU_POLL_UNTIL(atomic_load(&quiet.iterations) > before + 1000, "the straggler to poll");
+  assert_int_equal(vmt_handshake_run(quiet.thread, noop_op, NULL, 0, NULL), 0);
+  assert_int_equal(atomic_load(&pr.calls), ran);
+  atomic_store(&quiet.poll, false);
+
+  vmt_straggler_t sg;
+  /* Wait until the quiet one is surely past its last poll: a no-poll loop turn is all it does. */
+  before = atomic_load(&quiet.iterations);
+  MU_POLL_UNTIL(atomic_load(&quiet.iterations) > before + 1000, "the quiet mutator to run");
+  assert_int_equal(vmt_thread_suspend_all(VMT_SUSPEND_DEBUGGER, 30 * MU_MS, &sg), -ETIMEDOUT);
+  assert_int_equal(sg.thread_id, vmt_thread_id(quiet.thread));
+  assert_int_equal(sg.exec_state, VMT_EXEC_MANAGED);
+  assert_true(sg.waited_ns > 0);
+  /* Every count was taken back: the safe and the polling threads run on too. */
+  assert_int_equal(vmt_thread_suspend_count(quiet.thread), 0);
+  assert_int_equal(vmt_thread_suspend_count(polling.thread), 0);
+  assert_int_equal(vmt_thread_suspend_count(p.thread), 0);
+  before = atomic_load(&polling.iterations);
+  MU_POLL_UNTIL(atomic_load(&polling.iterations) > before, "the polling mutator to go on");
+  assert_int_equal(vmt_thread_resume_all(VMT_SUSPEND_DEBUGGER), 0);
+
+  mutator_stop(&quiet);
+  mutator_stop(&polling);
+  parker_stop(&p);
+}
+
+/* ---- suspend-all while threads start and end -------------------------------------------- */
+typedef struct churn {
+  _Atomic bool stop;
+  _Atomic uint64_t started;
+  _Atomic int failures;
+} churn_t;
+
+static void *short_managed_life(void *arg) {
+  (void)arg;
+  vmt_thread_t *self = vmt_thread_current();
+  vmt_exec_enter(VMT_EXEC_MANAGED);
+  for (int i = 0; i < 100; i++) vmt_poll(self);
+  vmt_exec_enter(VMT_EXEC_NATIVE);
+  return NULL;
+}
+
+/* Starts and joins short-lived threads in managed code until told (a runtime thread: its
+ * joins are safe regions, and it may itself be suspended between them). */
+static void *churn_threads(void *arg) {
+  churn_t *c = arg;
+  while (!atomic_load(&c->stop)) {
+    vmt_thread_t *t = NULL;
+    if (vmt_thread_start(&t, short_managed_life, NULL) != 0) {
+      atomic_fetch_add(&c->failures, 1);
+      continue;
+    }
+    atomic_fetch_add(&c->started, 1);
+    if (vmt_thread_join(t, NULL) != 0 || vmt_thread_release(t) != 0)
+      atomic_fetch_add(&c->failures, 1);
+  }
+  return NULL;
+}
+
+static void suspend_all_while_threads_start_and_end(void **state) {
+  (void)state;
+  hang_guard();
+  churn_t c = {0};
+  vmt_thread_t *churner[2];
+  for (int i = 0; i < 2; i++) churner[i] = mu_start(churn_threads, &c);
+  MU_POLL_UNTIL(atomic_load(&c.started) > 10, "threads to come and go");
+  int rounds = 200 / VMS_SCALE_DIVISOR + 10;
+  for (int r = 0; r < rounds; r++) {
+    vmt_straggler_t sg;
+    assert_int_equal(vmt_thread_suspend_all(VMT_SUSPEND_VM, 10 * VMS_SECOND, &sg), 0);
+    /* Both churners are suspended now (they were alive at the call). */
+    assert_true(vmt_thread_suspend_count(churner[0]) >= 1);
+    assert_true(vmt_thread_suspend_count(churner[1]) >= 1);
+    assert_true(vmt_thread_resume_all(VMT_SUSPEND_VM) >= 2);
+    assert_int_equal(vmt_thread_suspend_count(churner[0]), 0);
+    assert_int_equal(vmt_thread_suspend_count(churner[1]), 0);
+  }
+  atomic_store(&c.stop, true);
+  for (int i = 0; i < 2; i++) mu_join(churner[i]);
+  assert_int_equal(atomic_load(&c.failures), 0);
+}
+
+/* ---- exits ------------------------------------------------------------------------------ */
+typedef struct ender {
+  native_reader_t reader;
+  _Atomic bool in_fn;
+  _Atomic bool fn_may_return;
+  _Atomic int state_seen_in_fn;   /* the target's state at the end of fn */
+} ender_t;
+
+static void hold_in_fn(vmt_thread_t *target, void *arg) {
+  ender_t *e = arg;
+  atomic_store(&e->in_fn, true);
+  while (!atomic_load(&e->fn_may_return)) sched_yield();
+  atomic_store(&e->state_seen_in_fn, vmt_exec_state(target));
+}
+
+typedef struct requester_arg {
+  ender_t *e;
+  vmt_thread_t *target;
+  _Atomic int rc;
+} requester_arg_t;
+
+static void *request_hold(void *arg) {
+  requester_arg_t *r = arg;
+  atomic_store(&r->rc, vmt_handshake_run(r->target, hold_in_fn, r->e, 0, NULL));
+  return NULL;
+}
+
+/* A thread in native code that ends (its read returns, its body returns) while a requester
+ * runs an operation on its behalf: it does not become EXITED before the operation returns
+ * (docs/vm-services.md: the target cannot leave its safe state until fn returns, and cannot exit
+ * during it). A suspended thread that ends waits until resumed before it exits. */
+static void a_thread_does_not_exit_under_an_operation_or_while_suspended(void **state) {
+  (void)state;
+  hang_guard();
+  ender_t e = {.state_seen_in_fn = -1};
+  reader_start(&e.reader);
+  requester_arg_t r = {.e = &e, .target = e.reader.thread, .rc = 1};
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, request_hold, &r), 0);
+  MU_POLL_UNTIL(atomic_load(&e.in_fn), "the operation to run");
+  reader_feed(&e.reader);   /* the body returns now, while fn runs on its behalf */
+  MU_POLL_UNTIL(atomic_load(&e.reader.phase) == 2, "the reader's read to return");
+  for (int i = 0; i < 20; i++) mu_pause_1ms();
+  assert_int_not_equal(vmt_exec_state(e.reader.thread), VMT_EXEC_EXITED);
+  atomic_store(&e.fn_may_return, true);
+  assert_int_equal(pthread_join(th, NULL), 0);
+  assert_int_equal(atomic_load(&r.rc), 0);
+  assert_int_not_equal(atomic_load(&e.state_seen_in_fn), VMT_EXEC_EXITED);
+  reader_stop(&e.reader);
+
+  /* Suspended in native code, then ends: not before its resume. */
+  native_reader_t rd;
+  reader_start(&rd);
+  assert_int_equal(vmt_thread_suspend(rd.thread, VMT_SUSPEND_USER, 0, NULL), 0);
+  reader_feed(&rd);
+  MU_POLL_UNTIL(atomic_load(&rd.phase) == 2, "the reader's read to return");
+  assert_int_equal(vmt_thread_timed_join(rd.thread, 20 * MU_MS, NULL), -ETIMEDOUT);
+  assert_int_equal(vmt_exec_state(rd.thread), VMT_EXEC_NATIVE);
+  assert_int_equal(vmt_thread_resume(rd.thread, VMT_SUSPEND_USER), 0);
+  reader_stop(&rd);
+}
+
+/* ---- signals during transitions ---------------------------------------------------------- *
+ * A signal handler that reads the thread's state (async-signal-safe) while the thread moves in
+ * and out of managed code, and a suspended thread hit by signals while it waits: it stays. */
+static vmt_thread_t *_Atomic sig_target;
+static _Atomic int sig_bad_states;
+static _Atomic int sig_seen;
+
+static void read_state_in_handler(int sig) {
+  (void)sig;
+  int s = vmt_exec_state(atomic_load(&sig_target));
+  if (s < VMT_EXEC_NATIVE || s > VMT_EXEC_BLOCKED) atomic_fetch_add(&sig_bad_states, 1);
+  atomic_fetch_add(&sig_seen, 1);
+}
+
+typedef struct commuter {
+  _Atomic bool stop;
+  _Atomic bool ready;
+  _Atomic uint64_t turns;
+  pthread_t pthread;
+} commuter_t;
+
+static void *commute(void *arg) {
+  commuter_t *c = arg;
+  vmt_thread_t *self = vmt_thread_current();
+  c->pthread = pthread_self();
+  atomic_store(&sig_target, self);
+  atomic_store(&c->ready, true);
+  while (!atomic_load_explicit(&c->stop, memory_order_relaxed)) {
+    vmt_exec_enter(VMT_EXEC_MANAGED);
+    vmt_poll(self);
+    vmt_exec_enter(VMT_EXEC_VM);
+    vmt_exec_enter(VMT_EXEC_BLOCKED);
+    vmt_exec_enter(VMT_EXEC_NATIVE);
+    atomic_fetch_add_explicit(&c->turns, 1, memory_order_relaxed);
+  }
+  return NULL;
+}
+
+static void signals_during_transitions_and_a_suspension(void **state) {
+  (void)state;
+  hang_guard();
+  struct sigaction sa = {0}, old;
+  sa.sa_handler = read_state_in_handler;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;   /* no SA_RESTART: interrupted futex waits must be re-issued */
+  assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
+  commuter_t c = {0};
+  vmt_thread_t *t = mu_start(commute, &c);
+  MU_POLL_UNTIL(atomic_load(&c.ready), "the commuter to start");
+  for (int i = 0; i < 2000 / VMS_SCALE_DIVISOR; i++) {
+    assert_int_equal(pthread_kill(c.pthread, SIGUSR1), 0);
+    if (i % 50 == 0) {
+      assert_int_equal(vmt_thread_suspend(t, VMT_SUSPEND_VM, 0, NULL), 0);
+      uint64_t turns = atomic_load(&c.turns);
+      for (int k = 0; k < 20; k++) {
+        assert_int_equal(pthread_kill(c.pthread, SIGUSR1), 0);
+        sched_yield();
+      }
+      /* Woken by signals, it stays where a suspension holds it (one turn may finish: the
+       * suspension may have found it in a safe state just before its NATIVE step). */
+      assert_true(atomic_load(&c.turns) <= turns + 1);
+      assert_int_equal(vmt_thread_resume(t, VMT_SUSPEND_VM), 0);
+    }
+  }
+  MU_POLL_UNTIL(atomic_load(&sig_seen) > 0, "a signal to be handled");
+  atomic_store(&c.stop, true);
+  mu_join(t);
+  assert_int_equal(sigaction(SIGUSR1, &old, NULL), 0);
+  assert_int_equal(atomic_load(&sig_bad_states), 0);
+}
+
+/* ---- stale handles, bad arguments -------------------------------------------------------- */
+static void *nothing(void *arg) { return arg; }
 
 static void stale_handles_and_bad_arguments_are_refused(void **state) {
   (void)state;
@@ -344,6 +582,10 @@ int main(void) {
       cmocka_unit_test(a_begin_times_out_while_another_safepoint_holds),
       cmocka_unit_test(a_foreign_coordinator_that_attaches_can_end_its_safepoint),
       cmocka_unit_test(a_foreign_coordinator_that_exits_ends_its_safepoint),
+      cmocka_unit_test(all_thread_timeouts_name_the_one_that_did_not_poll),
+      cmocka_unit_test(suspend_all_while_threads_start_and_end),
+      cmocka_unit_test(a_thread_does_not_exit_under_an_operation_or_while_suspended),
+      cmocka_unit_test(signals_during_transitions_and_a_suspension),
       cmocka_unit_test(stale_handles_and_bad_arguments_are_refused),
   };
   /* VMS_ADV_FILTER names one test (cmocka's pattern): a hang guard ends the whole binary. */
