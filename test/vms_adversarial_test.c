@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -496,6 +497,79 @@ static void signals_during_transitions_and_a_suspension(void **state) {
   assert_int_equal(atomic_load(&sig_bad_states), 0);
 }
 
+/* ---- a requester whose operation runs on a target that blocks inside it ---------------- *
+ * vmthread/vmservices.h: "The requester waits in a safe state: a short bounded spin (...),
+ * then a futex". The target runs fn itself at its poll, and fn brackets a blocking call of its
+ * own (vmt_exec_enter(BLOCKED) and back); meanwhile another thread posts an asynchronous
+ * operation to the target, so the target shows a safe state with work queued, none of it the
+ * requester's, and a signal wakes the requester. It must sleep again until fn completes, not
+ * spin on the target. */
+typedef struct blocking_op {
+  _Atomic bool in_fn;
+  _Atomic bool posted;
+  _Atomic int64_t requester_cpu_ns;
+  _Atomic int rc;
+  vmt_thread_t *target;
+} blocking_op_t;
+
+static int64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * VMS_SECOND + ts.tv_nsec;
+}
+
+static void block_inside(vmt_thread_t *target, void *arg) {
+  (void)target;
+  blocking_op_t *b = arg;
+  int prev = vmt_exec_enter(VMT_EXEC_BLOCKED);
+  atomic_store(&b->in_fn, true);
+  while (!atomic_load(&b->posted)) sched_yield();
+  struct timespec ts = {0, 200 * 1000 * 1000};   /* the host's blocking call */
+  nanosleep(&ts, NULL);
+  vmt_exec_enter((vmt_exec_state_t)prev);
+}
+
+static void *request_blocking(void *arg) {
+  blocking_op_t *b = arg;
+  int64_t cpu = thread_cpu_ns();
+  atomic_store(&b->rc, vmt_handshake_run(b->target, block_inside, b, 0, NULL));
+  atomic_store(&b->requester_cpu_ns, thread_cpu_ns() - cpu);
+  return NULL;
+}
+
+static void ignore_signal(int sig) { (void)sig; }
+
+static void a_requester_sleeps_while_its_operation_blocks_on_the_target(void **state) {
+  (void)state;
+  hang_guard();
+  mutator_t m;
+  mutator_start(&m, true);
+  blocking_op_t b = {.target = m.thread, .rc = 1};
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, request_blocking, &b), 0);
+  MU_POLL_UNTIL(atomic_load(&b.in_fn), "the operation to block on its target");
+  probe_t pr = {0};
+  assert_int_equal(vmt_handshake_post(m.thread, probe_fn, &pr), 0);
+  /* A signal wakes the requester from its futex (a profiler's, a SIGQUIT dump's): it must go
+   * back to sleep. */
+  struct sigaction sa = {0}, old;
+  sa.sa_handler = ignore_signal;
+  sigemptyset(&sa.sa_mask);
+  assert_int_equal(sigaction(SIGUSR2, &sa, &old), 0);
+  for (int i = 0; i < 20; i++) mu_pause_1ms();
+  assert_int_equal(pthread_kill(th, SIGUSR2), 0);
+  atomic_store(&b.posted, true);
+  assert_int_equal(pthread_join(th, NULL), 0);
+  assert_int_equal(sigaction(SIGUSR2, &old, NULL), 0);
+  assert_int_equal(atomic_load(&b.rc), 0);
+  /* 200 ms of waiting: a spin of microseconds, then a sleep; not 200 ms on a CPU. */
+  int64_t cpu = atomic_load(&b.requester_cpu_ns);
+  print_message("requester CPU while fn blocked 200 ms: %lld us\n", (long long)(cpu / 1000));
+  assert_true(cpu < 100 * MU_MS);
+  MU_POLL_UNTIL(atomic_load(&pr.calls) == 1, "the posted operation to run");
+  mutator_stop(&m);
+}
+
 /* ---- stale handles, bad arguments -------------------------------------------------------- */
 static void *nothing(void *arg) { return arg; }
 
@@ -586,6 +660,7 @@ int main(void) {
       cmocka_unit_test(suspend_all_while_threads_start_and_end),
       cmocka_unit_test(a_thread_does_not_exit_under_an_operation_or_while_suspended),
       cmocka_unit_test(signals_during_transitions_and_a_suspension),
+      cmocka_unit_test(a_requester_sleeps_while_its_operation_blocks_on_the_target),
       cmocka_unit_test(stale_handles_and_bad_arguments_are_refused),
   };
   /* VMS_ADV_FILTER names one test (cmocka's pattern): a hang guard ends the whole binary. */

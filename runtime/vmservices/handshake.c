@@ -183,10 +183,14 @@ static int try_process(vmt_thread_t *t, vmt_thread_t *self) {
                                               memory_order_seq_cst, memory_order_relaxed))
       break;
   }
-  rc = TP_PROCESSED;
+  /* TP_PROCESSED only if an operation ran: a safe target whose queue holds none of ours (it
+   * runs ours itself, inside which it entered a safe state; only asynchronous ones or the
+   * profiler's flag are left) is no progress, and the caller must go on to spin and sleep
+   * instead of retrying at once forever. */
   for (;;) {
     struct vmt__hs_node *n = take_sync(t);
     if (n == NULL) break;
+    rc = TP_PROCESSED;
     vmt_os_futex_unlock(&t->vms.queue_lock);
     while (n) {
       struct vmt__hs_node *next = n->next;
