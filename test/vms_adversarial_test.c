@@ -573,6 +573,16 @@ static void a_requester_sleeps_while_its_operation_blocks_on_the_target(void **s
 /* ---- stale handles, bad arguments -------------------------------------------------------- */
 static void *nothing(void *arg) { return arg; }
 
+/* An attached thread that retains its handle, detaches, and leaves the handle behind. */
+static void *attach_retain_detach(void *arg) {
+  vmt_thread_t **out = arg;
+  vmt_thread_t *me = NULL;
+  if (vmt_thread_attach(NULL, &me) != 0 || vmt_thread_retain(me) != 0) return NULL;
+  vmt_thread_detach();
+  *out = me;
+  return NULL;
+}
+
 static void stale_handles_and_bad_arguments_are_refused(void **state) {
   (void)state;
   hang_guard();
@@ -595,6 +605,23 @@ static void stale_handles_and_bad_arguments_are_refused(void **state) {
   assert_int_equal(vmt_thread_resume(t, VMT_SUSPEND_VM), -EINVAL);
   assert_int_equal(vmt_thread_suspend_count(t), -EINVAL);
   vmt_poll_slow(t);   /* not the caller's: ignored */
+
+  /* A detached thread's handle, still retained, then released (the thread itself lives on). */
+  vmt_thread_t *d = NULL;
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, attach_retain_detach, &d), 0);
+  assert_int_equal(pthread_join(th, NULL), 0);
+  assert_non_null(d);
+  assert_int_equal(vmt_exec_state(d), VMT_EXEC_EXITED);
+  assert_int_equal(vmt_handshake_run(d, noop_op, NULL, 0, NULL), -ESRCH);
+  assert_int_equal(vmt_handshake_post(d, noop_op, NULL), -ESRCH);
+  assert_int_equal(vmt_thread_suspend(d, VMT_SUSPEND_DEBUGGER, 0, NULL), -ESRCH);
+  assert_int_equal(vmt_thread_suspend_count(d), 0);
+  assert_int_equal(vmt_thread_release(d), 0);
+  assert_int_equal(vmt_exec_state(d), -EINVAL);
+  assert_int_equal(vmt_handshake_run(d, noop_op, NULL, 0, NULL), -EINVAL);
+  assert_int_equal(vmt_thread_suspend(d, VMT_SUSPEND_DEBUGGER, 0, NULL), -EINVAL);
+  assert_int_equal(vmt_thread_resume(d, VMT_SUSPEND_DEBUGGER), -EINVAL);
 
   parker_t p;
   parker_start(&p);
