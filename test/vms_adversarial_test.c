@@ -570,6 +570,94 @@ static void a_requester_sleeps_while_its_operation_blocks_on_the_target(void **s
   mutator_stop(&m);
 }
 
+/* ---- a suspended monitor contender -------------------------------------------------------- *
+ * docs/vm-services.md: "A thread woken there that must stay (a safepoint holds, it is
+ * suspended) first passes the wake-up it was given on to another sleeper of the same word, so a
+ * monitor hand-off is never kept by a thread that cannot take the monitor." */
+typedef struct contender {
+  vmt_monitor_t *m;
+  _Atomic bool entered;
+  vmt_thread_t *thread;
+} contender_t;
+
+static void *contend_managed(void *arg) {
+  contender_t *c = arg;
+  vmt_exec_enter(VMT_EXEC_MANAGED);
+  vmt_monitor_enter(c->m);
+  atomic_store(&c->entered, true);
+  vmt_monitor_exit(c->m);
+  vmt_exec_enter(VMT_EXEC_NATIVE);
+  return NULL;
+}
+
+static void a_suspended_contender_does_not_keep_the_monitor_from_the_next(void **state) {
+  (void)state;
+  hang_guard();
+  vmt_monitor_t *m;
+  assert_int_equal(vmt_monitor_create(&m, "adv-contended"), 0);
+  assert_int_equal(vmt_monitor_enter(m), 0);
+  contender_t c[2] = {{.m = m}, {.m = m}};
+  vmt_monitor_stats_t st;
+  for (int i = 0; i < 2; i++) {
+    c[i].thread = mu_start(contend_managed, &c[i]);
+    MU_POLL_UNTIL(vmt_monitor_get_stats(m, &st) == 0 && st.entry_waiters == (uint32_t)i + 1,
+                  "the contender to block");
+  }
+  /* Both sleep on the monitor; suspend each in turn while the other must get it. */
+  assert_int_equal(vmt_thread_suspend(c[0].thread, VMT_SUSPEND_DEBUGGER, 0, NULL), 0);
+  assert_int_equal(vmt_monitor_exit(m), 0);
+  MU_POLL_UNTIL(atomic_load(&c[1].entered), "the contender that is not suspended to enter");
+  assert_false(atomic_load(&c[0].entered));
+  assert_int_equal(vmt_thread_resume(c[0].thread, VMT_SUSPEND_DEBUGGER), 0);
+  MU_POLL_UNTIL(atomic_load(&c[0].entered), "the resumed contender to enter");
+  mu_join(c[0].thread);
+  mu_join(c[1].thread);
+  assert_int_equal(vmt_monitor_destroy(m), 0);
+}
+
+/* ---- a cancellation of a suspended thread in native code -------------------------------- *
+ * Cancelled inside read(2) while suspended: it unwinds (native code runs on), and its exit path,
+ * VM code, waits for the resume: no suspended thread exits. */
+typedef struct cancel_reader {
+  int fds[2];
+  pthread_t pthread;
+  _Atomic bool reading;
+} cancel_reader_t;
+
+static void *read_until_cancelled(void *arg) {
+  cancel_reader_t *r = arg;
+  r->pthread = pthread_self();
+  atomic_store(&r->reading, true);
+  char ch;
+  for (;;) {
+    ssize_t n = read(r->fds[0], &ch, 1);   /* a cancellation point */
+    (void)n;
+  }
+  return NULL;
+}
+
+static void a_suspended_thread_cancelled_in_native_code_exits_only_once_resumed(void **state) {
+  (void)state;
+  hang_guard();
+  cancel_reader_t r = {0};
+  assert_int_equal(pipe(r.fds), 0);
+  vmt_thread_t *t = mu_start(read_until_cancelled, &r);
+  MU_POLL_UNTIL(atomic_load(&r.reading), "the reader to block in read");
+  assert_int_equal(vmt_thread_suspend(t, VMT_SUSPEND_USER, 0, NULL), 0);
+  assert_int_equal(pthread_cancel(r.pthread), 0);
+  assert_int_equal(vmt_thread_timed_join(t, 50 * MU_MS, NULL), -ETIMEDOUT);
+  assert_int_not_equal(vmt_exec_state(t), VMT_EXEC_EXITED);
+  assert_int_equal(vmt_thread_suspend_count(t), 1);
+  assert_int_equal(vmt_thread_resume(t, VMT_SUSPEND_USER), 0);
+  void *res = NULL;
+  assert_int_equal(vmt_thread_join(t, &res), 0);
+  assert_ptr_equal(res, PTHREAD_CANCELED);
+  assert_int_equal(vmt_exec_state(t), VMT_EXEC_EXITED);
+  assert_int_equal(vmt_thread_release(t), 0);
+  close(r.fds[0]);
+  close(r.fds[1]);
+}
+
 /* ---- stale handles, bad arguments -------------------------------------------------------- */
 static void *nothing(void *arg) { return arg; }
 
@@ -688,6 +776,8 @@ int main(void) {
       cmocka_unit_test(a_thread_does_not_exit_under_an_operation_or_while_suspended),
       cmocka_unit_test(signals_during_transitions_and_a_suspension),
       cmocka_unit_test(a_requester_sleeps_while_its_operation_blocks_on_the_target),
+      cmocka_unit_test(a_suspended_contender_does_not_keep_the_monitor_from_the_next),
+      cmocka_unit_test(a_suspended_thread_cancelled_in_native_code_exits_only_once_resumed),
       cmocka_unit_test(stale_handles_and_bad_arguments_are_refused),
   };
   /* VMS_ADV_FILTER names one test (cmocka's pattern): a hang guard ends the whole binary. */
