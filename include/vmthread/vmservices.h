@@ -216,7 +216,13 @@ VMT_EXPORT int vmt_thread_resume(vmt_thread_t *t, vmt_suspend_reason_t reason);
 /* t's total suspend count over all reasons (>= 0), -EINVAL for a bad handle. */
 VMT_EXPORT int vmt_thread_suspend_count(const vmt_thread_t *t);
 /* Suspends every started and attached thread but the caller, for reason; returns once all
- * are safe. On -ETIMEDOUT every count taken is taken back. Errors as vmt_thread_suspend. */
+ * are safe. On -ETIMEDOUT every count taken is taken back. Errors as vmt_thread_suspend.
+ * "Every" is the threads listed when the call walks the registry: a thread that starts or
+ * attaches after that walk (one a thread started just before, a foreign thread's attach) is not
+ * suspended and runs (ART's SuspendAll counts such threads in with a global count; this call
+ * does not, so that a start stays lock-free). To keep every thread out of managed code,
+ * newcomers included, use a safepoint: a thread that appears during one begins in a safe state
+ * and cannot leave it until the end. */
 VMT_EXPORT int vmt_thread_suspend_all(vmt_suspend_reason_t reason, int64_t timeout_ns,
                                       vmt_straggler_t *straggler);
 /* Takes one off the count for reason of every thread whose count for it is > 0 (the caller's
