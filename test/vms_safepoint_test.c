@@ -299,6 +299,65 @@ static void a_coordinator_that_exits_ends_its_safepoint(void **state) {
   mutator_stop(&m);
 }
 
+/* Threads that appear while a safepoint holds: one the coordinator starts, one that attaches
+ * (a foreign thread). Each begins in NATIVE, runs up to its first entry into managed code and
+ * must stay there until the end, however long the safepoint lasts. */
+typedef struct newcomer {
+  _Atomic bool ready;     /* about to enter managed code */
+  _Atomic bool entered;   /* in managed code */
+} newcomer_t;
+
+static void newcomer_enter(newcomer_t *n) {
+  assert_int_equal(vmt_exec_state(vmt_thread_current()), VMT_EXEC_NATIVE);
+  atomic_store(&n->ready, true);
+  vmt_exec_enter(VMT_EXEC_MANAGED);
+  atomic_store(&n->entered, true);
+  vmt_exec_enter(VMT_EXEC_NATIVE);
+}
+
+static void *newcomer_started(void *arg) {
+  newcomer_enter(arg);
+  return NULL;
+}
+
+static void *newcomer_attached(void *arg) {
+  vmt_thread_t *t = NULL;
+  if (vmt_thread_attach(NULL, &t) != 0) return (void *)1;
+  newcomer_enter(arg);
+  return (void *)(intptr_t)vmt_thread_detach();
+}
+
+static void threads_that_appear_at_a_safepoint_stay_safe(void **state) {
+  (void)state;
+  for (int round = 0; round < 20; round++) {
+    newcomer_t started = {0}, attached = {0};
+    assert_int_equal(vmt_safepoint_begin(10 * VMS_SECOND, NULL), 0);
+    vmt_thread_t *t = mu_start(newcomer_started, &started);
+    pthread_t foreign;
+    assert_int_equal(pthread_create(&foreign, NULL, newcomer_attached, &attached), 0);
+    MU_POLL_UNTIL(atomic_load(&started.ready) && atomic_load(&attached.ready),
+                  "both newcomers at their entry into managed code");
+    /* Both are a few instructions from the entry; give them every chance to get past it. */
+    for (int k = 0; k < 200; k++) {
+      sched_yield();
+      if (atomic_load(&started.entered) || atomic_load(&attached.entered))
+        fail_msg("round %d: a thread that appeared at a safepoint ran managed code (%s)", round,
+                 atomic_load(&started.entered) ? "started" : "attached");
+    }
+    struct timespec ts = {0, 2 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    assert_false(atomic_load(&started.entered));
+    assert_false(atomic_load(&attached.entered));
+    assert_int_equal(vmt_safepoint_end(NULL), 0);
+    mu_join(t);
+    void *rc = (void *)1;
+    assert_int_equal(pthread_join(foreign, &rc), 0);
+    assert_null(rc);
+    assert_true(atomic_load(&started.entered));
+    assert_true(atomic_load(&attached.entered));
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(nobody_runs_managed_code_during_a_safepoint),
@@ -310,6 +369,7 @@ int main(void) {
       cmocka_unit_test(safepoints_take_turns),
       cmocka_unit_test(handshakes_during_a_safepoint),
       cmocka_unit_test(a_coordinator_that_exits_ends_its_safepoint),
+      cmocka_unit_test(threads_that_appear_at_a_safepoint_stay_safe),
   };
   return cmocka_run_group_tests(tests, mu_attach_main, mu_detach_main);
 }
