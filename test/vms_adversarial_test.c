@@ -749,6 +749,53 @@ static void stale_handles_and_bad_arguments_are_refused(void **state) {
   parker_stop(&p);
 }
 
+/* ---- a safepoint begun from inside a handshake operation --------------------------------- *
+ * docs/vm-services.md ("Who may call what"): no request from inside an operation. A begin there
+ * can never succeed (a processor on behalf of a safe thread is what a begin waits out; a target
+ * running its own operation holds the handshake it is in): it must answer -EDEADLK at once,
+ * whatever its timeout, not wait out its timeout or hang with none. */
+typedef struct nested_begin {
+  _Atomic int rc;
+  _Atomic int ran;
+} nested_begin_t;
+
+static void begin_inside(vmt_thread_t *target, void *arg) {
+  (void)target;
+  nested_begin_t *b = arg;
+  int rc = vmt_safepoint_begin(0, NULL);
+  if (rc == 0) vmt_safepoint_end(NULL);
+  atomic_store(&b->rc, rc);
+  atomic_fetch_add(&b->ran, 1);
+}
+
+static void a_safepoint_begun_inside_an_operation_is_refused(void **state) {
+  (void)state;
+  hang_guard();
+  /* Run by the requester on behalf of a parked target. */
+  parker_t p;
+  parker_start(&p);
+  nested_begin_t b = {.rc = 1};
+  vmt_handshake_result_t res;
+  assert_int_equal(vmt_handshake_run(p.thread, begin_inside, &b, 10 * VMS_SECOND, &res), 0);
+  assert_false(res.by_target);
+  assert_int_equal(atomic_load(&b.ran), 1);
+  assert_int_equal(atomic_load(&b.rc), -EDEADLK);
+  parker_stop(&p);
+  /* Run by a target in managed code, at its poll. */
+  mutator_t m;
+  mutator_start(&m, true);
+  nested_begin_t c = {.rc = 1};
+  assert_int_equal(vmt_handshake_run(m.thread, begin_inside, &c, 10 * VMS_SECOND, &res), 0);
+  assert_true(res.by_target);
+  assert_int_equal(atomic_load(&c.ran), 1);
+  assert_int_equal(atomic_load(&c.rc), -EDEADLK);
+  mutator_stop(&m);
+  /* Nothing is left held. */
+  assert_false(vmt_safepoint_in_progress());
+  assert_int_equal(vmt_safepoint_begin(5 * VMS_SECOND, NULL), 0);
+  assert_int_equal(vmt_safepoint_end(NULL), 0);
+}
+
 static const struct {
   const char *name;
   int (*body)(void);
@@ -779,6 +826,7 @@ int main(void) {
       cmocka_unit_test(a_suspended_contender_does_not_keep_the_monitor_from_the_next),
       cmocka_unit_test(a_suspended_thread_cancelled_in_native_code_exits_only_once_resumed),
       cmocka_unit_test(stale_handles_and_bad_arguments_are_refused),
+      cmocka_unit_test(a_safepoint_begun_inside_an_operation_is_refused),
   };
   /* VMS_ADV_FILTER names one test (cmocka's pattern): a hang guard ends the whole binary. */
   const char *filter = getenv("VMS_ADV_FILTER");

@@ -177,7 +177,8 @@ typedef struct vmt_safepoint_stats {
 /* 0 once at the safepoint; -ETIMEDOUT (nothing stays stopped; stats->straggler names a thread
  * that had not arrived, or the coordinator of another safepoint that held for the whole
  * timeout, thread_id 0 if that one is foreign), -EDEADLK (the caller is already the
- * coordinator), -EINVAL (timeout_ns < 0), -ENOMEM, -EAGAIN (a foreign caller whose end could
+ * coordinator, or is inside a handshake operation: one the requester or its target is waiting
+ * for, which no safepoint could wait out), -EINVAL (timeout_ns < 0), -ENOMEM, -EAGAIN (a foreign caller whose end could
  * not be hooked, below). stats may be NULL. */
 VMT_EXPORT int vmt_safepoint_begin(int64_t timeout_ns, vmt_safepoint_stats_t *stats);
 /* Releases every thread with one broadcast; stats (may be NULL) gets time_at_safepoint_ns.

@@ -24,10 +24,17 @@
  * target, PROCESSING set and the processor counted for good (the target could never leave its
  * safe state, no safepoint could begin). A cancellation pending is acted upon at the thread's
  * next cancellation point. Two pthread_setcancelstate calls: a few ns, on the slow path. */
+_Thread_local int vmt__hs_op_depth __attribute__((tls_model("initial-exec")));
+VMT__PROCESS_STATE(hs_op_depth, .symbols = "vmt__hs_op_depth", .rule = VMT__FORK_KEEP,
+                   .fork = "per thread: the child's one thread is inside the operations it was "
+                           "inside when it forked, and returns from them there");
+
 static void run_fn(vmt_handshake_fn fn, vmt_thread_t *t, void *arg) {
   int old_cancel;
   pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old_cancel);
+  vmt__hs_op_depth++;
   fn(t, arg);
+  vmt__hs_op_depth--;
   pthread_setcancelstate(old_cancel, NULL);
 }
 

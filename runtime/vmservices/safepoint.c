@@ -169,6 +169,9 @@ int vmt_safepoint_begin(int64_t timeout_ns, vmt_safepoint_stats_t *stats) {
   vmt_thread_t *self = vmt__current;
   uintptr_t me = vmt__sp_token(self);
   if (atomic_load_explicit(&vmt__sp_owner, memory_order_relaxed) == me) return -EDEADLK;
+  /* Inside a handshake operation: as a processor for a safe thread it is one of the in-flight
+   * processors the begin waits out, and as a target its requester waits for it. */
+  if (vmt__hs_op_depth > 0) return -EDEADLK;
   if (self == NULL) {
     int arm = vmt__thread_end_arm(VMT__END_SAFEPOINT, sp_foreign_thread_end);
     if (arm) return arm;

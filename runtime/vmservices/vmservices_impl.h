@@ -108,6 +108,10 @@ struct vmt__hs_node {
 /* Marks a synchronous node complete and wakes its requester; the node may vanish (it lives on
  * the requester's stack or in its array) the moment this returns. */
 void vmt__hs_complete(struct vmt__hs_node *n, int32_t result, bool by_target);
+/* Handshake operations the calling thread is inside (run by it as target or as a processor on
+ * behalf, nested ones counted): a request from there that must wait for other threads answers
+ * -EDEADLK instead (handshake.c, run_fn). */
+extern _Thread_local int vmt__hs_op_depth __attribute__((tls_model("initial-exec")));
 /* The calling thread t runs every operation queued for it (from an unsafe state). */
 void vmt__hs_process_own(vmt_thread_t *t);
 /* A thread inside one of its own operations (ops_depth > 0) that becomes safe with more
