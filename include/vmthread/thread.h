@@ -187,8 +187,8 @@ VMT_EXPORT extern __thread vmt_thread_fast_t *vmt_thread_fast VMT_TLS_INITIAL_EX
 /*
  * Attaches the calling thread (the VM's main thread, a foreign library's thread). It gets an
  * id, a name, a category and counts as started and live while attached. Idempotent: attaching
- * an attached thread returns its record and counts one more attach (options are then
- * ignored); each needs a matching detach. The kernel name changes only if options give a name
+ * an attached thread returns its record and counts one more attach (options are then checked
+ * but not applied: bad ones still answer -EINVAL); each needs a matching detach. The kernel name changes only if options give a name
  * (else vmt_thread_os_name() is ""). A thread that ends while attached is detached. Locks the
  * thread already holds stay its own (now listed in its ThreadInfo under its new id).
  * Errors: -EINVAL (NULL out, bad options, the caller is a runtime-started thread, or it is
