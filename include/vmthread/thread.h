@@ -277,7 +277,10 @@ VMT_EXPORT vmt_thread_state_t vmt_thread_state(const vmt_thread_t *t);
  * The kernel thread id. Known when start returns (the kernel writes it before pthread_create
  * returns); on a platform where it is not, the call waits (acquire load, then futex) until the
  * child publishes it. -EINVAL on NULL or a released handle (its tid may belong to another
- * thread by then).
+ * thread by then). A thread that has ended but is still referenced answers the tid it had, for
+ * logs and dumps; the kernel may have given that number to another thread already, so it must
+ * not be used to signal the thread or to read its /proc entries once vmt_thread_state says
+ * TERMINATED.
  */
 VMT_EXPORT pid_t vmt_thread_tid(vmt_thread_t *t);
 
