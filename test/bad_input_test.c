@@ -1305,6 +1305,12 @@ static void profiler_functions(void **state) {
         vmt_prof_enable_signal_control(NSIG, NULL));
   rc_is("vmt_prof_enable_signal_control", "the default sampling signal", -EINVAL,
         vmt_prof_enable_signal_control(SIGRTMIN + 6, NULL));
+  /* SIGQUIT is the thread dump's: control there would leave kill -3 ignored after both are
+   * disabled in the order they were enabled (each restores what it found). */
+  rc_is("vmt_prof_enable_signal_control", "SIGQUIT", -EINVAL,
+        vmt_prof_enable_signal_control(SIGQUIT, NULL));
+  rc_is("vmt_prof_disable_signal_control", "not enabled after SIGQUIT", 0,
+        vmt_prof_disable_signal_control());
   struct sigaction host = {.sa_handler = host_handler}, old;
   assert_int_equal(sigaction(SIGUSR2, &host, &old), 0);
   rc_is("vmt_prof_enable_signal_control", "the host has a handler on it", -EBUSY,

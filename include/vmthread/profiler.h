@@ -222,7 +222,8 @@ VMT_EXPORT int vmt_prof_write_table(FILE *out);
  * stops it and writes <prefix>.collapsed, <prefix>.svg and <prefix>.txt (prefix NULL:
  * "vmthread-profile-<pid>"; a run number is appended from the second run on). The handler
  * only wakes an internal thread (never counted nor listed), which does the work. Errors:
- * -EINVAL (a signal the runtime cannot use, or the sampling signal), -EALREADY (enabled),
+ * -EINVAL (a signal the runtime cannot use, the sampling signal, or SIGQUIT: the thread
+ * dump's, vmt_mx_enable_sigquit_dump), -EALREADY (enabled),
  * -EBUSY (the host has a handler on sig), -errno of pipe/thread creation. Disable restores
  * the disposition found at enable, unless the host installed its own handler over ours since
  * (it stays, and the signal is the host's: a later enable gives -EBUSY), and stops the thread
