@@ -2,7 +2,8 @@
  * test/monitor_util.h: what the monitor tests share: a 1 ms pause that is not a vmthread wait
  * (it must not move the counts under test), and polling with a generous deadline instead of
  * fixed sleeps, so a slow or loaded machine delays a test but never fails it, and the group
- * setup that attaches the main thread. Include after <cmocka.h>.
+ * setup that attaches the main thread, and ThreadInfo polled until a thread reaches a state.
+ * Include after <cmocka.h>.
  */
 #ifndef VMT_TEST_MONITOR_UTIL_H
 #define VMT_TEST_MONITOR_UTIL_H
@@ -31,6 +32,28 @@ static inline void mu_pause_1ms(void) {
       mu_pause_1ms();                                                                \
     }                                                                                \
   } while (0)
+
+/* ThreadInfo of id without a stack beyond depth (NULL for a dead id); the call must succeed. */
+static inline vmt_thread_info_t *mu_info_of(int64_t id, int32_t depth) {
+  vmt_thread_info_t *info = (vmt_thread_info_t *)1;
+  assert_int_equal(vmt_mx_get_thread_info(id, depth, &info), 0);
+  return info;
+}
+
+/* Java's "wait for the thread to transition to the expected state" (ThreadMXBeanStateTest's
+ * getThreadInfo): polls ThreadInfo until it reports state, then returns that ThreadInfo, so the
+ * lock fields checked next are from the same consistent read as the state. */
+static inline vmt_thread_info_t *mu_await_info_state(int64_t id, vmt_thread_state_t state) {
+  int64_t deadline = test_clock_ns(CLOCK_MONOTONIC) + MU_POLL_DEADLINE_NS;
+  for (;;) {
+    vmt_thread_info_t *info = mu_info_of(id, 0);
+    if (info != NULL && info->state == state) return info;
+    vmt_mx_thread_info_free(info);
+    if (test_clock_ns(CLOCK_MONOTONIC) > deadline)
+      fail_msg("thread %lld never reached %s", (long long)id, vmt_thread_state_name(state));
+    mu_pause_1ms();
+  }
+}
 
 /* Group setup and teardown for tests that run on the main thread attached as a vmthread (an
  * owner other threads can block on; vmt_thread_current() is that thread in every test). */

@@ -24,24 +24,6 @@
 
 #define UNKNOWN_ID INT64_MAX
 
-static vmt_thread_info_t *info_of(int64_t id, int32_t depth) {
-  vmt_thread_info_t *info = (vmt_thread_info_t *)1;
-  assert_int_equal(vmt_mx_get_thread_info(id, depth, &info), 0);
-  return info;
-}
-
-static vmt_thread_info_t *await_info_state(int64_t id, vmt_thread_state_t state) {
-  int64_t deadline = test_clock_ns(CLOCK_MONOTONIC) + MU_POLL_DEADLINE_NS;
-  for (;;) {
-    vmt_thread_info_t *info = info_of(id, 0);
-    if (info != NULL && info->state == state) return info;
-    vmt_mx_thread_info_free(info);
-    if (test_clock_ns(CLOCK_MONOTONIC) > deadline)
-      fail_msg("thread %lld never reached %s", (long long)id, vmt_thread_state_name(state));
-    mu_pause_1ms();
-  }
-}
-
 static void *noop_body(void *arg) {
   (void)arg;
   return NULL;
@@ -127,7 +109,7 @@ static void cpu_time_disabled_then_enabled_resumes_monotonic(void **state) {
   assert_int_equal(v, -1);
   assert_int_equal(vmt_mx_get_thread_user_time(self, &v), 0);
   assert_int_equal(v, -1);
-  vmt_thread_info_t *info = info_of(id, 0);
+  vmt_thread_info_t *info = mu_info_of(id, 0);
   assert_non_null(info);
   assert_int_equal(info->cpu_time_ns, -1);
   assert_int_equal(info->user_time_ns, -1);
@@ -183,16 +165,16 @@ static void info_arrays_with_repeated_dead_and_unknown_ids(void **state) {
   vmt_thread_info_t *one = (vmt_thread_info_t *)1;
   assert_int_equal(vmt_mx_get_thread_info(live, -1, &one), -EINVAL);
   assert_int_equal(vmt_mx_get_thread_info(0, 0, &one), -EINVAL);
-  assert_null(info_of(dead, 0));
-  assert_null(info_of(UNKNOWN_ID, VMT_MX_MAX_DEPTH_ALL));
+  assert_null(mu_info_of(dead, 0));
+  assert_null(mu_info_of(UNKNOWN_ID, VMT_MX_MAX_DEPTH_ALL));
   size_t count;
   assert_int_equal(vmt_mx_dump_all_threads(false, false, -1, &infos, &count), -EINVAL);
   /* The calling thread's own stack with the largest depth: some frames, never more than asked. */
-  one = info_of(self, VMT_MX_MAX_DEPTH_ALL);
+  one = mu_info_of(self, VMT_MX_MAX_DEPTH_ALL);
   assert_non_null(one);
   assert_true(one->frame_count > 0);
   vmt_mx_thread_info_free(one);
-  one = info_of(self, 1);
+  one = mu_info_of(self, 1);
   assert_true(one->frame_count <= 1);
   vmt_mx_thread_info_free(one);
   finish_gated(&g, t);
@@ -270,7 +252,7 @@ static void detached_thread_id_is_dead(void **state) {
   pthread_join(pt, NULL);
   assert_true(p.id > 0);
   assert_int_equal(vmt_mx_get_total_started_thread_count(), started0 + 1);
-  assert_null(info_of(p.id, 0));
+  assert_null(mu_info_of(p.id, 0));
   int64_t v;
   assert_int_equal(vmt_mx_get_thread_cpu_time(p.id, &v), 0);
   assert_int_equal(v, -1);
@@ -353,7 +335,7 @@ static void blocked_counts_kept_while_monitoring_is_off_and_lock_fields(void **s
     vmt_monitor_enter(m);
     vmt_thread_t *t = start_named("adv-blocked", false, enter_and_leave, m);
     int64_t id = vmt_thread_id(t);
-    vmt_thread_info_t *info = await_info_state(id, VMT_THREAD_BLOCKED);
+    vmt_thread_info_t *info = mu_await_info_state(id, VMT_THREAD_BLOCKED);
     assert_non_null(info->lock);
     assert_int_equal(info->lock_owner_id, self);
     assert_non_null(info->lock_owner_name);
@@ -398,18 +380,18 @@ static void blocked_count_is_counted_with_monitoring_off(void **state) {
     gate_await(&b.g, i + 1);
     vmt_monitor_enter(b.m);
     gate_open(&b.g);
-    vmt_mx_thread_info_free(await_info_state(id, VMT_THREAD_BLOCKED));
+    vmt_mx_thread_info_free(mu_await_info_state(id, VMT_THREAD_BLOCKED));
     vmt_monitor_exit(b.m);
   }
   gate_await(&b.g, 4);
-  vmt_thread_info_t *info = info_of(id, 0);
+  vmt_thread_info_t *info = mu_info_of(id, 0);
   assert_non_null(info);
   assert_int_equal(info->blocked_count, 3);
   assert_int_equal(info->blocked_time_ns, -1);
   vmt_mx_thread_info_free(info);
   /* Enabled now: times are measured from zero. */
   assert_int_equal(vmt_mx_set_thread_contention_monitoring_enabled(true), 0);
-  info = info_of(id, 0);
+  info = mu_info_of(id, 0);
   assert_int_equal(info->blocked_count, 3);
   assert_int_equal(info->blocked_time_ns, 0);
   vmt_mx_thread_info_free(info);
@@ -435,7 +417,7 @@ static void *hold_sync_at_gate(void *arg) {
 }
 
 static int64_t own_waited_count(void) {
-  vmt_thread_info_t *ti = info_of(vmt_thread_id(vmt_thread_current()), 0);
+  vmt_thread_info_t *ti = mu_info_of(vmt_thread_id(vmt_thread_current()), 0);
   int64_t n = ti->waited_count;
   vmt_mx_thread_info_free(ti);
   return n;
@@ -469,11 +451,11 @@ static void joining_a_terminated_thread_is_no_wait(void **state) {
   vmt_thread_t *o = start_named("adv-owner", false, hold_sync_at_gate, &h);
   gate_await(&g, 1);
   before = own_waited_count();
-  vmt_thread_info_t *self_before = info_of(vmt_thread_id(vmt_thread_current()), 0);
+  vmt_thread_info_t *self_before = mu_info_of(vmt_thread_id(vmt_thread_current()), 0);
   assert_int_equal(vmt_sync_try_lock(s), -EBUSY);
   assert_int_equal(vmt_sync_timed_lock(s, 0), -ETIMEDOUT);
   assert_int_equal(vmt_sync_timed_lock(s, -5), -ETIMEDOUT);
-  vmt_thread_info_t *self_after = info_of(vmt_thread_id(vmt_thread_current()), 0);
+  vmt_thread_info_t *self_after = mu_info_of(vmt_thread_id(vmt_thread_current()), 0);
   assert_int_equal(self_after->waited_count, self_before->waited_count);
   assert_int_equal(self_after->blocked_count, self_before->blocked_count);
   vmt_mx_thread_info_free(self_before);
@@ -1103,16 +1085,16 @@ static void waiting_is_no_deadlock_until_the_waiter_reenters(void **state) {
   gate_await(&g1, 1);
   gate_open(&g1);
   int64_t id1 = vmt_thread_id(t1);
-  vmt_mx_thread_info_free(await_info_state(id1, VMT_THREAD_TIMED_WAITING));
+  vmt_mx_thread_info_free(mu_await_info_state(id1, VMT_THREAD_TIMED_WAITING));
   two_locks_t l = {b, a, &g2};
   vmt_thread_t *t2 = start_named("adv-blocker", true, lock_first_then_second, &l);
   int64_t id2 = vmt_thread_id(t2);
   gate_await(&g2, 1);
   gate_open(&g2);
-  vmt_thread_info_t *i2 = await_info_state(id2, VMT_THREAD_BLOCKED);
+  vmt_thread_info_t *i2 = mu_await_info_state(id2, VMT_THREAD_BLOCKED);
   assert_int_equal(i2->lock_owner_id, id1);
   vmt_mx_thread_info_free(i2);
-  vmt_thread_info_t *i1 = info_of(id1, 0);
+  vmt_thread_info_t *i1 = mu_info_of(id1, 0);
   if (i1->state == VMT_THREAD_TIMED_WAITING) {
     int64_t *ids;
     size_t n;
@@ -1124,7 +1106,7 @@ static void waiting_is_no_deadlock_until_the_waiter_reenters(void **state) {
     vmt_mx_ids_free(ids);
   }
   vmt_mx_thread_info_free(i1);
-  vmt_mx_thread_info_free(await_info_state(id1, VMT_THREAD_BLOCKED));
+  vmt_mx_thread_info_free(mu_await_info_state(id1, VMT_THREAD_BLOCKED));
   int64_t *ids = NULL;
   size_t n = 0;
   MU_POLL_UNTIL((vmt_mx_ids_free(ids), vmt_mx_find_monitor_deadlocked_threads(&ids, &n) == 0 &&
@@ -1173,9 +1155,9 @@ static void three_synchronizer_cycle_with_a_timed_lock(void **state) {
   }
   gate_await(&g, 3);
   gate_open(&g);
-  vmt_mx_thread_info_free(await_info_state(id[0], VMT_THREAD_WAITING));
-  vmt_mx_thread_info_free(await_info_state(id[1], VMT_THREAD_TIMED_WAITING));
-  vmt_mx_thread_info_free(await_info_state(id[2], VMT_THREAD_WAITING));
+  vmt_mx_thread_info_free(mu_await_info_state(id[0], VMT_THREAD_WAITING));
+  vmt_mx_thread_info_free(mu_await_info_state(id[1], VMT_THREAD_TIMED_WAITING));
+  vmt_mx_thread_info_free(mu_await_info_state(id[2], VMT_THREAD_WAITING));
   int64_t *ids = NULL;
   size_t n = 0;
   MU_POLL_UNTIL((vmt_mx_ids_free(ids), vmt_mx_find_deadlocked_threads(&ids, &n) == 0 && ids &&

@@ -30,27 +30,6 @@
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
-static vmt_thread_info_t *info_of(int64_t id, int32_t depth) {
-  vmt_thread_info_t *info = (vmt_thread_info_t *)1;
-  assert_int_equal(vmt_mx_get_thread_info(id, depth, &info), 0);
-  return info;
-}
-
-/* Java's "wait for the thread to transition to the expected state" (ThreadMXBeanStateTest's
- * getThreadInfo): polls ThreadInfo until it reports state, then returns that ThreadInfo, so the
- * lock fields checked next are from the same consistent read as the state. */
-static vmt_thread_info_t *await_info_state(int64_t id, vmt_thread_state_t state) {
-  int64_t deadline = test_clock_ns(CLOCK_MONOTONIC) + MU_POLL_DEADLINE_NS;
-  for (;;) {
-    vmt_thread_info_t *info = info_of(id, 0);
-    if (info != NULL && info->state == state) return info;
-    vmt_mx_thread_info_free(info);
-    if (test_clock_ns(CLOCK_MONOTONIC) > deadline)
-      fail_msg("thread %lld never reached %s", (long long)id, vmt_thread_state_name(state));
-    mu_pause_1ms();
-  }
-}
-
 static void expect_no_lock(const vmt_thread_info_t *info) {
   assert_null(info->lock);
   assert_int_equal(info->lock_owner_id, -1);
@@ -465,8 +444,8 @@ static void null_elements_for_dead_and_unknown_ids_and_empty_for_empty(void **st
     assert_int_equal(arr[3]->id, ids[3]);
     vmt_mx_thread_info_array_free(arr, 4);
   }
-  assert_null(info_of(ids[1], 0));
-  assert_null(info_of(ids[1], VMT_MX_MAX_DEPTH_ALL));
+  assert_null(mu_info_of(ids[1], 0));
+  assert_null(mu_info_of(ids[1], VMT_MX_MAX_DEPTH_ALL));
 
   const bool flags[3][2] = {{false, false}, {false, false}, {true, true}};
   const int32_t depths[3] = {0, 1, VMT_MX_MAX_DEPTH_ALL};
@@ -489,7 +468,7 @@ static void terminated_before_join_is_null_and_minus_one(void **state) {
   vmt_thread_t *t = start_named("ending", false, return_arg, NULL);
   assert_true(await_state(t, VMT_THREAD_TERMINATED));
   int64_t id = vmt_thread_id(t);
-  assert_null(info_of(id, 0));
+  assert_null(mu_info_of(id, 0));
   int64_t ns = 0;
   assert_int_equal(vmt_mx_get_thread_cpu_time(id, &ns), 0);
   assert_int_equal(ns, -1);
@@ -523,7 +502,7 @@ static void states_and_lock_info_as_thread_mxbean_state_test(void **state) {
 
   _Atomic bool stop = false;
   vmt_thread_t *t = start_named("StateChanger", true, spin_until, &stop);
-  vmt_thread_info_t *info = await_info_state(vmt_thread_id(t), VMT_THREAD_RUNNABLE);
+  vmt_thread_info_t *info = mu_await_info_state(vmt_thread_id(t), VMT_THREAD_RUNNABLE);
   expect_no_lock(info);
   vmt_mx_thread_info_free(info);
   atomic_store(&stop, true);
@@ -531,7 +510,7 @@ static void states_and_lock_info_as_thread_mxbean_state_test(void **state) {
 
   assert_int_equal(vmt_monitor_enter(m), 0);
   t = start_named("StateChanger", true, enter_and_leave, m);
-  info = await_info_state(vmt_thread_id(t), VMT_THREAD_BLOCKED);
+  info = mu_await_info_state(vmt_thread_id(t), VMT_THREAD_BLOCKED);
   expect_lock(info, name, self_id(), vmt_thread_name(vmt_thread_current()));
   vmt_mx_thread_info_free(info);
   assert_int_equal(vmt_monitor_exit(m), 0);
@@ -539,7 +518,7 @@ static void states_and_lock_info_as_thread_mxbean_state_test(void **state) {
 
   waiter_t w = {.m = m};
   t = start_named("StateChanger", true, wait_on_monitor, &w);
-  info = await_info_state(vmt_thread_id(t), VMT_THREAD_WAITING);
+  info = mu_await_info_state(vmt_thread_id(t), VMT_THREAD_WAITING);
   expect_lock(info, name, -1, NULL);
   vmt_mx_thread_info_free(info);
   waiter_release(&w);
@@ -547,7 +526,7 @@ static void states_and_lock_info_as_thread_mxbean_state_test(void **state) {
 
   timed_waiter_t tw = {.m = m, .timeout_ns = 60000 * MS};
   t = start_named("StateChanger", true, timed_wait_loop, &tw);
-  info = await_info_state(vmt_thread_id(t), VMT_THREAD_TIMED_WAITING);
+  info = mu_await_info_state(vmt_thread_id(t), VMT_THREAD_TIMED_WAITING);
   expect_lock(info, name, -1, NULL);
   vmt_mx_thread_info_free(info);
   assert_int_equal(vmt_monitor_enter(m), 0);
@@ -559,7 +538,7 @@ static void states_and_lock_info_as_thread_mxbean_state_test(void **state) {
   for (int timed = 1; timed >= 0; timed--) {
     parker_t p = {.timeout_ns = timed ? 60000 * MS : 0};
     t = start_named("StateChanger", true, park_loop, &p);
-    info = await_info_state(vmt_thread_id(t),
+    info = mu_await_info_state(vmt_thread_id(t),
                             timed ? VMT_THREAD_TIMED_WAITING : VMT_THREAD_WAITING);
     expect_no_lock(info);
     vmt_mx_thread_info_free(info);
@@ -570,13 +549,13 @@ static void states_and_lock_info_as_thread_mxbean_state_test(void **state) {
 
   _Atomic bool woke = false;
   t = start_named("StateChanger", true, sleep_loop, &woke);
-  info = await_info_state(vmt_thread_id(t), VMT_THREAD_TIMED_WAITING);
+  info = mu_await_info_state(vmt_thread_id(t), VMT_THREAD_TIMED_WAITING);
   expect_no_lock(info);
   vmt_mx_thread_info_free(info);
   atomic_store(&woke, true);
   int64_t id = vmt_thread_id(t);
   join_release(t);
-  assert_null(info_of(id, 0));   /* TERMINATED: no ThreadInfo */
+  assert_null(mu_info_of(id, 0));   /* TERMINATED: no ThreadInfo */
   assert_int_equal(vmt_monitor_destroy(m), 0);
 }
 
@@ -591,7 +570,7 @@ static void synchronizer_wait_reports_the_synchronizer_and_its_owner(void **stat
   sync_name(s, name, sizeof(name));
   assert_int_equal(vmt_sync_lock(s), 0);
   vmt_thread_t *t = start_named("sync-waiter", true, lock_and_unlock, s);
-  vmt_thread_info_t *info = await_info_state(vmt_thread_id(t), VMT_THREAD_WAITING);
+  vmt_thread_info_t *info = mu_await_info_state(vmt_thread_id(t), VMT_THREAD_WAITING);
   expect_lock(info, name, self_id(), vmt_thread_name(vmt_thread_current()));
   assert_string_equal(info->lock->class_name, "vmt.Synchronizer");
   vmt_mx_thread_info_free(info);
@@ -617,7 +596,7 @@ static void joining_thread_is_waiting_and_counts_a_wait(void **state) {
   joiner_t j = {.target = target, .rc = 1};
   vmt_thread_t *t = start_named("joiner", false, join_target, &j);
   int64_t id = vmt_thread_id(t);
-  vmt_thread_info_t *info = await_info_state(id, VMT_THREAD_WAITING);
+  vmt_thread_info_t *info = mu_await_info_state(id, VMT_THREAD_WAITING);
   assert_non_null(info->lock);
   assert_string_equal(info->lock->class_name, "vmt.Thread");
   assert_int_equal(info->lock->identity_hash, (int32_t)vmt_thread_id(target));
@@ -634,9 +613,9 @@ static void joining_thread_is_waiting_and_counts_a_wait(void **state) {
   vmt_thread_t *ended = start_named("ended", false, return_arg, NULL);
   assert_true(await_state(ended, VMT_THREAD_TERMINATED));
   vmt_thread_t *me = vmt_thread_current();
-  vmt_thread_info_t *before = info_of(vmt_thread_id(me), 0);
+  vmt_thread_info_t *before = mu_info_of(vmt_thread_id(me), 0);
   assert_int_equal(vmt_thread_join(ended, NULL), 0);
-  vmt_thread_info_t *after = info_of(vmt_thread_id(me), 0);
+  vmt_thread_info_t *after = mu_info_of(vmt_thread_id(me), 0);
   assert_int_equal(after->state, VMT_THREAD_RUNNABLE);
   assert_int_equal(after->waited_count, before->waited_count);
   vmt_mx_thread_info_free(before);
@@ -697,9 +676,9 @@ static void blocked_chain_names_each_owner(void **state) {
   assert_int_equal(vmt_monitor_enter(c), 0);
   chain_link_t l2 = {.held = b, .want = c}, l1 = {.held = a, .want = b};
   vmt_thread_t *t2 = start_named("LockBThread", false, hold_then_enter, &l2);
-  vmt_thread_info_t *i2 = await_info_state(vmt_thread_id(t2), VMT_THREAD_BLOCKED);
+  vmt_thread_info_t *i2 = mu_await_info_state(vmt_thread_id(t2), VMT_THREAD_BLOCKED);
   vmt_thread_t *t1 = start_named("LockAThread", false, hold_then_enter, &l1);
-  vmt_thread_info_t *i1 = await_info_state(vmt_thread_id(t1), VMT_THREAD_BLOCKED);
+  vmt_thread_info_t *i1 = mu_await_info_state(vmt_thread_id(t1), VMT_THREAD_BLOCKED);
   expect_lock(i2, cname, self_id(), vmt_thread_name(vmt_thread_current()));
   expect_lock(i1, bname, vmt_thread_id(t2), "LockBThread");
   vmt_mx_thread_info_free(i1);
@@ -750,19 +729,19 @@ static void waiting_thread_names_the_current_owner_of_its_monitor(void **state) 
   waiter_t w = {.m = objc};
   vmt_thread_t *t = start_named("WaitingThread", false, wait_on_monitor, &w);
   int64_t id = vmt_thread_id(t);
-  vmt_thread_info_t *info = await_info_state(id, VMT_THREAD_WAITING);
+  vmt_thread_info_t *info = mu_await_info_state(id, VMT_THREAD_WAITING);
   expect_lock(info, name, -1, NULL);
   vmt_mx_thread_info_free(info);
 
   assert_int_equal(vmt_monitor_enter(objc), 0);
-  info = info_of(id, 0);
+  info = mu_info_of(id, 0);
   assert_int_equal(info->state, VMT_THREAD_WAITING);
   expect_lock(info, name, self_id(), vmt_thread_name(vmt_thread_current()));
   vmt_mx_thread_info_free(info);
   /* Notified while we still hold it: it must get OBJC back from us. */
   atomic_store(&w.notified, true);
   assert_int_equal(vmt_monitor_notify(objc), 0);
-  info = await_info_state(id, VMT_THREAD_BLOCKED);
+  info = mu_await_info_state(id, VMT_THREAD_BLOCKED);
   expect_lock(info, name, self_id(), vmt_thread_name(vmt_thread_current()));
   vmt_mx_thread_info_free(info);
   assert_int_equal(vmt_monitor_exit(objc), 0);
@@ -932,8 +911,8 @@ static void run_locking_threads(bool syncs) {
   }
   c.t1 = start_named("t1", true, locking_thread1, &c);
   c.t2 = start_named("t2", true, locking_thread2, &c);
-  vmt_mx_thread_info_free(await_info_state(vmt_thread_id(c.t1), VMT_THREAD_WAITING));
-  vmt_mx_thread_info_free(await_info_state(vmt_thread_id(c.t2), VMT_THREAD_WAITING));
+  vmt_mx_thread_info_free(mu_await_info_state(vmt_thread_id(c.t1), VMT_THREAD_WAITING));
+  vmt_mx_thread_info_free(mu_await_info_state(vmt_thread_id(c.t2), VMT_THREAD_WAITING));
   vmt_mx_set_stack_walker(locking_walker, &c);
 
   const bool forms[3][2] = {{true, false}, {true, true}, {false, true}};
@@ -1008,7 +987,7 @@ static void my_own_synchronizer_is_listed_alone(void **state) {
   sync_name(o.mutex, want, sizeof(want));
   vmt_thread_t *t = start_named("MyThread", true, own_sync_body, &o);
   int64_t id = vmt_thread_id(t);
-  vmt_mx_thread_info_free(await_info_state(id, VMT_THREAD_WAITING));
+  vmt_mx_thread_info_free(mu_await_info_state(id, VMT_THREAD_WAITING));
 
   vmt_thread_info_t **arr;
   size_t n;
@@ -1120,7 +1099,7 @@ static void block_once_on(vmt_thread_t *t, vmt_monitor_t *m, gate_t *g, int arri
   monitor_name(m, name, sizeof(name));
   assert_int_equal(vmt_monitor_enter(m), 0);
   gate_open(g);
-  vmt_thread_info_t *info = await_info_state(vmt_thread_id(t), VMT_THREAD_BLOCKED);
+  vmt_thread_info_t *info = mu_await_info_state(vmt_thread_id(t), VMT_THREAD_BLOCKED);
   assert_string_equal(info->lock->name, name);   /* testBlocked: lockName == lock.toString() */
   vmt_mx_thread_info_free(info);
   assert_int_equal(vmt_monitor_exit(m), 0);
@@ -1135,12 +1114,12 @@ static void blocked_count_and_time_as_synchronization_statistics(void **state) {
   assert_int_equal(vmt_mx_set_thread_contention_monitoring_enabled(true), 0);
   stepper_t s;
   vmt_thread_t *t = stepper_start(&s, STEP_ENTER, 3);
-  vmt_thread_info_t *ti1 = info_of(vmt_thread_id(t), 0);
+  vmt_thread_info_t *ti1 = mu_info_of(vmt_thread_id(t), 0);
   int64_t prev_time = ti1->blocked_time_ns;
   assert_true(prev_time >= 0);
   for (int i = 1; i <= 3; i++) {
     block_once_on(t, s.m[0], &s.g, 1 + i);
-    vmt_thread_info_t *ti = info_of(vmt_thread_id(t), 0);
+    vmt_thread_info_t *ti = mu_info_of(vmt_thread_id(t), 0);
     assert_true(ti->blocked_count - ti1->blocked_count >= i);
     assert_true(ti->blocked_time_ns >= prev_time);
     prev_time = ti->blocked_time_ns;
@@ -1155,12 +1134,12 @@ static void nested_blocking_counts_each_enter(void **state) {
   (void)state;
   stepper_t s;
   vmt_thread_t *t = stepper_start(&s, STEP_NESTED_ENTER, 0);
-  vmt_thread_info_t *ti1 = info_of(vmt_thread_id(t), 0);
+  vmt_thread_info_t *ti1 = mu_info_of(vmt_thread_id(t), 0);
   block_once_on(t, s.m[0], &s.g, 2);
-  vmt_thread_info_t *ti2 = info_of(vmt_thread_id(t), 0);
+  vmt_thread_info_t *ti2 = mu_info_of(vmt_thread_id(t), 0);
   assert_true(ti2->blocked_count - ti1->blocked_count >= 1);
   block_once_on(t, s.m[1], &s.g, 3);
-  vmt_thread_info_t *ti3 = info_of(vmt_thread_id(t), 0);
+  vmt_thread_info_t *ti3 = mu_info_of(vmt_thread_id(t), 0);
   assert_true(ti3->blocked_count - ti2->blocked_count >= 1);
   assert_true(ti3->blocked_time_ns >= ti2->blocked_time_ns);
   vmt_mx_thread_info_free(ti1);
@@ -1177,15 +1156,15 @@ static void sleep_of_zero_counts_a_wait_unless_interrupted(void **state) {
   (void)state;
   vmt_thread_t *me = vmt_thread_current();
   int64_t id = vmt_thread_id(me);
-  vmt_thread_info_t *w0 = info_of(id, 0);
+  vmt_thread_info_t *w0 = mu_info_of(id, 0);
   assert_int_equal(vmt_sleep_ns(0), 0);
-  vmt_thread_info_t *w1 = info_of(id, 0);
+  vmt_thread_info_t *w1 = mu_info_of(id, 0);
   for (int i = 0; i < 10; i++) assert_int_equal(vmt_sleep_ns(0), 0);
-  vmt_thread_info_t *w2 = info_of(id, 0);
+  vmt_thread_info_t *w2 = mu_info_of(id, 0);
   assert_int_equal(vmt_thread_interrupt(me), 0);
   assert_int_equal(vmt_sleep_ns(0), -EINTR);
   assert_false(vmt_thread_is_interrupted(me));
-  vmt_thread_info_t *w3 = info_of(id, 0);
+  vmt_thread_info_t *w3 = mu_info_of(id, 0);
   assert_int_equal(w1->waited_count - w0->waited_count, 1);
   assert_int_equal(w2->waited_count - w1->waited_count, 10);
   assert_int_equal(w3->waited_count - w2->waited_count, 0);
@@ -1224,7 +1203,7 @@ static void a_waiting_thread_is_never_in_native(void **state) {
   int64_t id = vmt_thread_id(t);
   int waiting = 0, running_native = 0, both = 0;
   for (int i = 0; i < 20000; i++) {
-    vmt_thread_info_t *ti = info_of(id, 0);
+    vmt_thread_info_t *ti = mu_info_of(id, 0);
     bool blocked_or_waiting = ti->state == VMT_THREAD_BLOCKED ||
                               ti->state == VMT_THREAD_WAITING ||
                               ti->state == VMT_THREAD_TIMED_WAITING;
@@ -1255,9 +1234,9 @@ static void waited_count_and_time_as_synchronization_statistics(void **state) {
   for (int k = 0; k < 3; k++) {
     stepper_t s;
     vmt_thread_t *t = stepper_start(&s, kinds[k], repeats[k]);
-    vmt_thread_info_t *ti1 = info_of(vmt_thread_id(t), 0);
+    vmt_thread_info_t *ti1 = mu_info_of(vmt_thread_id(t), 0);
     block_once_on(t, s.m[0], &s.g, 2);
-    vmt_thread_info_t *ti = info_of(vmt_thread_id(t), 0);
+    vmt_thread_info_t *ti = mu_info_of(vmt_thread_id(t), 0);
     assert_true(ti->waited_count - ti1->waited_count >= expected[k]);
     assert_true(ti->waited_time_ns - ti1->waited_time_ns > 0);
     vmt_mx_thread_info_free(ti);
@@ -1277,10 +1256,10 @@ static void timed_out_wait_reenters_blocked(void **state) {
   monitor_name(m, name, sizeof(name));
   timed_waiter_t tw = {.m = m, .timeout_ns = 1 * MS};
   vmt_thread_t *t = start_named("LockerThread", true, timed_wait_loop, &tw);
-  vmt_mx_thread_info_free(await_info_state(vmt_thread_id(t), VMT_THREAD_TIMED_WAITING));
+  vmt_mx_thread_info_free(mu_await_info_state(vmt_thread_id(t), VMT_THREAD_TIMED_WAITING));
   assert_int_equal(vmt_monitor_enter(m), 0);
   /* It times out within 1 ms and finds the monitor held by us. */
-  vmt_thread_info_t *info = await_info_state(vmt_thread_id(t), VMT_THREAD_BLOCKED);
+  vmt_thread_info_t *info = mu_await_info_state(vmt_thread_id(t), VMT_THREAD_BLOCKED);
   expect_lock(info, name, self_id(), vmt_thread_name(vmt_thread_current()));
   int64_t blocked = info->blocked_count;
   assert_true(blocked >= 1);
@@ -1380,23 +1359,23 @@ static void enabling_resets_times_only_when_it_was_off(void **state) {
   vmt_thread_t *t = start_named("stats", true, wait_then_idle, &w);
   gate_await(&w.g, 1);
   int64_t id = vmt_thread_id(t);
-  vmt_thread_info_t *a = info_of(id, 0);
+  vmt_thread_info_t *a = mu_info_of(id, 0);
   assert_true(a->waited_time_ns > 0);
   assert_true(a->waited_count >= 1);
 
   assert_int_equal(vmt_mx_set_thread_contention_monitoring_enabled(true), 0);  /* still on */
-  vmt_thread_info_t *b = info_of(id, 0);
+  vmt_thread_info_t *b = mu_info_of(id, 0);
   assert_int_equal(b->waited_time_ns, a->waited_time_ns);
   assert_int_equal(b->blocked_time_ns, a->blocked_time_ns);
 
   assert_int_equal(vmt_mx_set_thread_contention_monitoring_enabled(false), 0);
-  vmt_thread_info_t *c = info_of(id, 0);
+  vmt_thread_info_t *c = mu_info_of(id, 0);
   assert_int_equal(c->waited_time_ns, -1);
   assert_int_equal(c->blocked_time_ns, -1);
   assert_int_equal(c->waited_count, a->waited_count);
 
   assert_int_equal(vmt_mx_set_thread_contention_monitoring_enabled(true), 0);  /* re-enabled */
-  vmt_thread_info_t *d = info_of(id, 0);
+  vmt_thread_info_t *d = mu_info_of(id, 0);
   assert_int_equal(d->waited_time_ns, 0);
   assert_int_equal(d->blocked_time_ns, 0);
   assert_int_equal(d->waited_count, a->waited_count);
@@ -1442,7 +1421,7 @@ static void disabled_cpu_time_is_minus_one_everywhere(void **state) {
   assert_true(arr[0] == -1 && arr[1] == -1);
   assert_int_equal(vmt_mx_get_thread_user_time_array(ids, 2, arr), 0);
   assert_true(arr[0] == -1 && arr[1] == -1);
-  vmt_thread_info_t *info = info_of(ids[1], 0);
+  vmt_thread_info_t *info = mu_info_of(ids[1], 0);
   assert_int_equal(info->cpu_time_ns, -1);
   assert_int_equal(info->user_time_ns, -1);
   vmt_mx_thread_info_free(info);
@@ -1524,7 +1503,7 @@ static void waiting_threads_cpu_time_never_decreases_and_is_minus_one_after(void
     t[i] = start_named("MyThread", false, wait_on_monitor, &w);
     ids[i] = vmt_thread_id(t[i]);
   }
-  for (int i = 0; i < N; i++) vmt_mx_thread_info_free(await_info_state(ids[i], VMT_THREAD_WAITING));
+  for (int i = 0; i < N; i++) vmt_mx_thread_info_free(mu_await_info_state(ids[i], VMT_THREAD_WAITING));
   assert_int_equal(vmt_mx_get_thread_cpu_time_array(ids, N, first), 0);
   assert_int_equal(vmt_mx_get_thread_user_time_array(ids, N, user), 0);
   for (int i = 0; i < N; i++) {
@@ -1738,9 +1717,9 @@ static void no_deadlock_is_null_from_both_finders(void **state) {
   vmt_thread_t *tp = start_named("parks", true, park_loop, &p);
   assert_int_equal(vmt_monitor_enter(held), 0);
   vmt_thread_t *tb = start_named("blocks", true, enter_and_leave, held);
-  vmt_mx_thread_info_free(await_info_state(vmt_thread_id(tw), VMT_THREAD_WAITING));
-  vmt_mx_thread_info_free(await_info_state(vmt_thread_id(tp), VMT_THREAD_WAITING));
-  vmt_mx_thread_info_free(await_info_state(vmt_thread_id(tb), VMT_THREAD_BLOCKED));
+  vmt_mx_thread_info_free(mu_await_info_state(vmt_thread_id(tw), VMT_THREAD_WAITING));
+  vmt_mx_thread_info_free(mu_await_info_state(vmt_thread_id(tp), VMT_THREAD_WAITING));
+  vmt_mx_thread_info_free(mu_await_info_state(vmt_thread_id(tb), VMT_THREAD_BLOCKED));
   for (int syncs = 0; syncs < 2; syncs++) {
     int64_t *ids = (int64_t *)1;
     size_t n = 7;
@@ -1813,7 +1792,7 @@ static void dl_start(dl_set_t *s, const char *prefix, const bool kinds[3]) {
   for (int i = 0; i < 3; i++) {
     int j = (i + 1) % 3;
     vmt_mx_thread_info_free(
-        await_info_state(s->ids[i], kinds[j] ? VMT_THREAD_BLOCKED : VMT_THREAD_WAITING));
+        mu_await_info_state(s->ids[i], kinds[j] ? VMT_THREAD_BLOCKED : VMT_THREAD_WAITING));
   }
 }
 
@@ -1839,7 +1818,7 @@ static void monitor_deadlock_is_found_by_both(void **state) {
   dl_start(&monitors_set, "MThread", monitors);
   tail_wants = monitors_set.d[0].m1;
   vmt_thread_t *tail = start_named("tail", true, enter_and_leave, tail_wants);
-  vmt_mx_thread_info_free(await_info_state(vmt_thread_id(tail), VMT_THREAD_BLOCKED));
+  vmt_mx_thread_info_free(mu_await_info_state(vmt_thread_id(tail), VMT_THREAD_BLOCKED));
   for (int syncs = 0; syncs < 2; syncs++) {
     int64_t *ids;
     size_t n;
