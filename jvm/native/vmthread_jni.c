@@ -125,15 +125,19 @@ static jlongArray longs_out(JNIEnv *env, const int64_t *values, size_t count) {
   return out;
 }
 
+/* One RawLock: one new local reference (the result); its strings' are deleted, so that a
+ * thread holding hundreds of monitors stays within the capacity info_out reserved. */
 static jobject lock_out(JNIEnv *env, const vmt_lock_info_t *lock, int32_t stack_depth) {
   jobject o = (*env)->NewObject(env, J.lock, J.lock_init);
   if (o == NULL) return NULL;
   jstring cls = new_string(env, lock->class_name);
   if ((*env)->ExceptionCheck(env)) return NULL;
+  (*env)->SetObjectField(env, o, J.l.class_name, cls);
+  if (cls != NULL) (*env)->DeleteLocalRef(env, cls);
   jstring name = new_string(env, lock->name);
   if ((*env)->ExceptionCheck(env)) return NULL;
-  (*env)->SetObjectField(env, o, J.l.class_name, cls);
   (*env)->SetObjectField(env, o, J.l.name, name);
+  if (name != NULL) (*env)->DeleteLocalRef(env, name);
   (*env)->SetIntField(env, o, J.l.identity_hash, lock->identity_hash);
   (*env)->SetIntField(env, o, J.l.stack_depth, stack_depth);
   return o;

@@ -401,3 +401,88 @@ NATIVE(jstring, threadDump)(JNIEnv *env, jclass cls) {
   free(text);
   return out;
 }
+
+/* ---- A thread with exact bytes for its name, holding many monitors ------------------------ */
+
+typedef struct holder {
+  vmt_thread_t *thread;
+  vmt_monitor_t *gate;
+  int ready, released;  /* guarded by gate */
+  size_t count;
+  vmt_monitor_t *monitors[];
+} holder_t;
+
+static void *holder_main(void *arg) {
+  holder_t *h = arg;
+  for (size_t i = 0; i < h->count; i++) vmt_monitor_enter(h->monitors[i]);
+  vmt_monitor_enter(h->gate);
+  h->ready = 1;
+  vmt_monitor_notify_all(h->gate);
+  while (!h->released) vmt_monitor_wait(h->gate, 0);
+  vmt_monitor_exit(h->gate);
+  for (size_t i = h->count; i > 0; i--) vmt_monitor_exit(h->monitors[i - 1]);
+  return NULL;
+}
+
+static void holder_free(holder_t *h) {
+  for (size_t i = 0; i < h->count; i++)
+    if (h->monitors[i]) vmt_monitor_destroy(h->monitors[i]);
+  if (h->gate) vmt_monitor_destroy(h->gate);
+  free(h);
+}
+
+/* A byte[] as a NUL-terminated C string, the bytes exactly (not modified UTF-8). */
+static char *bytes_in(JNIEnv *env, jbyteArray a) {
+  jsize n = (*env)->GetArrayLength(env, a);
+  char *s = malloc((size_t)n + 1);
+  if (s == NULL) return NULL;
+  (*env)->GetByteArrayRegion(env, a, 0, n, (jbyte *)s);
+  s[n] = '\0';
+  return s;
+}
+
+NATIVE(jlong, startHolder)(JNIEnv *env, jclass cls, jbyteArray jname, jbyteArray jmonitor,
+                           jint n) {
+  (void)cls;
+  if (jname == NULL || jmonitor == NULL || n < 0) {
+    throw_state(env, "startHolder: bad arguments", EINVAL);
+    return 0;
+  }
+  holder_t *h = calloc(1, sizeof *h + (size_t)n * sizeof(vmt_monitor_t *));
+  char *name = bytes_in(env, jname), *monitor = bytes_in(env, jmonitor);
+  int rc = h && name && monitor ? vmt_monitor_create(&h->gate, "jvm-test-holder-gate") : -ENOMEM;
+  if (h) h->count = (size_t)n;
+  for (jint i = 0; rc == 0 && i < n; i++) rc = vmt_monitor_create(&h->monitors[i], monitor);
+  if (rc == 0) {
+    vmt_thread_options_t opts = {.flags = VMT_THREAD_OPT_NAME, .name = name};
+    rc = vmt_thread_start_ex(&h->thread, &opts, holder_main, h);
+  }
+  free(name);
+  free(monitor);
+  if (rc < 0) {
+    if (h) holder_free(h);
+    throw_state(env, "startHolder", rc);
+    return 0;
+  }
+  vmt_monitor_enter(h->gate);
+  while (!h->ready) vmt_monitor_wait(h->gate, 0);
+  vmt_monitor_exit(h->gate);
+  return (jlong)(intptr_t)h;
+}
+
+NATIVE(jlong, holderId)(JNIEnv *env, jclass cls, jlong handle) {
+  (void)env, (void)cls;
+  return vmt_thread_id(((holder_t *)(intptr_t)handle)->thread);
+}
+
+NATIVE(void, stopHolder)(JNIEnv *env, jclass cls, jlong handle) {
+  (void)env, (void)cls;
+  holder_t *h = (holder_t *)(intptr_t)handle;
+  vmt_monitor_enter(h->gate);
+  h->released = 1;
+  vmt_monitor_notify_all(h->gate);
+  vmt_monitor_exit(h->gate);
+  vmt_thread_join(h->thread, NULL);
+  vmt_thread_release(h->thread);
+  holder_free(h);
+}

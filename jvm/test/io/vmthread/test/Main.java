@@ -4,6 +4,7 @@
  *   JmxTest  reads the runtime's threads through the platform MBean server by attribute and
  *            operation name, as a JMX client would, against the C side's own answers;
  *   ApiTest  calls the ThreadMXBean interface directly: values, ThreadInfo, exception mapping;
+ *   JniTest  the bridge with non-ASCII names (4-byte UTF-8) and a thread holding many monitors;
  *   Host     with --serve DIR: serves the bean to a second JVM (Client) over a loopback RMI
  *            connector, with the SIGQUIT dump on, until DIR/stop appears; then, with
  *            --guest FILE, loads a guest that linked libvmthread.a (two runtimes).
@@ -29,6 +30,7 @@ public final class Main {
     run("JmxTest", JmxTest::run);
     run("ApiTest", ApiTest::run);
     run("BlockedTimeTest", BlockedTimeTest::run);
+    run("JniTest", JniTest::run);
     if (serve != null) {
       Path dir = serve;
       String file = guest;

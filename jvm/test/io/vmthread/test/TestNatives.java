@@ -50,4 +50,10 @@ final class TestNatives {
 
   /** vmt_mx_thread_dump_to_string, called from this library. */
   static native String threadDump();
+
+  /** A thread whose name is exactly the bytes name (UTF-8, no JNI modified-UTF-8 step) that
+   *  enters n monitors named monitorName, then waits until stopHolder. */
+  static native long startHolder(byte[] name, byte[] monitorName, int n);
+  static native long holderId(long handle);
+  static native void stopHolder(long handle);
 }
