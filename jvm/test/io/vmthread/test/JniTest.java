@@ -6,7 +6,11 @@
  *   monitors a thread holding many monitors: every one is a MonitorInfo of the right name,
  *            and the bridge stays within the local references it asked the JVM for (-Xcheck:jni
  *            prints "WARNING: JNI local refs: N, exceeds capacity: M" otherwise, which
- *            jvm_test.sh counts as a failure).
+ *            jvm_test.sh counts as a failure);
+ *   ended    once that thread has ended, every per-id query answers "no such thread" (null,
+ *            -1) in that id's position, as ThreadMXBean says for a thread that is not alive;
+ *   churn    Java threads calling the bean while runtime threads start and end: every answer
+ *            keeps the specification's shape (no null in dumpAllThreads, entry i for ids[i]).
  */
 package io.vmthread.test;
 
@@ -15,6 +19,9 @@ import io.vmthread.VmThreadMXBean;
 import java.lang.management.MonitorInfo;
 import java.lang.management.ThreadInfo;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicReference;
 
 final class JniTest {
   private JniTest() {}
@@ -28,8 +35,8 @@ final class JniTest {
     VmThreadMXBean mx = VmThreadManagement.getThreadMXBean();
     long h = TestNatives.startHolder(NAME.getBytes(StandardCharsets.UTF_8),
         MONITOR.getBytes(StandardCharsets.UTF_8), MONITORS);
+    long id = TestNatives.holderId(h);
     try {
-      long id = TestNatives.holderId(h);
       ThreadInfo info = mx.getThreadInfo(id);
       Check.equal(NAME, info == null ? null : info.getThreadName(),
           "a name with a 4-byte UTF-8 character reaches ThreadInfo unchanged");
@@ -63,5 +70,97 @@ final class JniTest {
     } finally {
       TestNatives.stopHolder(h);
     }
+    ended(mx, id);
+    churn(mx);
+  }
+
+  private static void ended(VmThreadMXBean mx, long dead) {
+    long h = TestNatives.startHolder("jvm-test-live".getBytes(StandardCharsets.UTF_8),
+        "jvm-test-none".getBytes(StandardCharsets.UTF_8), 0);
+    try {
+      ended(mx, dead, TestNatives.holderId(h));
+    } finally {
+      TestNatives.stopHolder(h);
+    }
+  }
+
+  private static void ended(VmThreadMXBean mx, long dead, long live) {
+    Check.equal(null, mx.getThreadInfo(dead), "getThreadInfo(ended id) is null");
+    ThreadInfo[] infos = mx.getThreadInfo(new long[] {dead, live, dead}, 1);
+    Check.that(infos.length == 3 && infos[0] == null && infos[2] == null && infos[1] != null
+        && infos[1].getThreadId() == live, "getThreadInfo(ids): null exactly at the ended ids");
+    if (mx.isObjectMonitorUsageSupported() && mx.isSynchronizerUsageSupported()) {
+      infos = mx.getThreadInfo(new long[] {live, dead}, true, true);
+      Check.that(infos.length == 2 && infos[0] != null && infos[1] == null,
+          "getThreadInfo(ids, true, true): null at the ended id");
+    }
+    if (mx.isThreadCpuTimeSupported() && mx.isThreadCpuTimeEnabled()) {
+      Check.equal(-1L, mx.getThreadCpuTime(dead), "getThreadCpuTime(ended id) = -1");
+      Check.equal(-1L, mx.getThreadUserTime(dead), "getThreadUserTime(ended id) = -1");
+      long[] t = mx.getThreadCpuTime(new long[] {dead, live});
+      Check.that(t.length == 2 && t[0] == -1 && t[1] >= 0,
+          "getThreadCpuTime(long[]): -1 at the ended id only");
+    }
+    if (mx.isThreadAllocatedMemorySupported() && mx.isThreadAllocatedMemoryEnabled()) {
+      Check.equal(-1L, mx.getThreadAllocatedBytes(dead), "getThreadAllocatedBytes(ended) = -1");
+      long[] b = mx.getThreadAllocatedBytes(new long[] {live, dead});
+      Check.that(b.length == 2 && b[1] == -1, "getThreadAllocatedBytes(long[]): -1 at ended");
+    }
+    Check.equal(null, mx.getThreadCategory(dead), "getThreadCategory(ended id) is null");
+  }
+
+  private static final int READERS = 4;
+  private static final int ROUNDS = 30;
+
+  private static void churn(VmThreadMXBean mx) throws Exception {
+    AtomicReference<String> problem = new AtomicReference<>();
+    Thread churner = new Thread(() -> {
+      for (int i = 0; i < ROUNDS; i++) {
+        long g = TestNatives.startWorkers(3, "churn", i % 2 == 0, 0, 0);
+        TestNatives.stopWorkers(g);
+      }
+    });
+    boolean monitors = mx.isObjectMonitorUsageSupported() && mx.isSynchronizerUsageSupported();
+    List<Thread> readers = new ArrayList<>();
+    for (int r = 0; r < READERS; r++) {
+      readers.add(new Thread(() -> {
+        try {
+          while (churner.isAlive()) {
+            long[] ids = mx.getAllThreadIds();
+            ThreadInfo[] infos = mx.getThreadInfo(ids, monitors, monitors);
+            for (int i = 0; i < ids.length; i++) {
+              if (infos[i] != null && infos[i].getThreadId() != ids[i]) {
+                problem.compareAndSet(null, "getThreadInfo entry " + i + " is not ids[i]");
+              }
+            }
+            for (ThreadInfo t : mx.dumpAllThreads(monitors, monitors)) {
+              if (t == null) {
+                problem.compareAndSet(null, "dumpAllThreads has a null entry");
+              }
+            }
+            if (mx.isThreadCpuTimeSupported()) {
+              for (long t : mx.getThreadCpuTime(ids)) {
+                if (t < -1) {
+                  problem.compareAndSet(null, "getThreadCpuTime entry " + t);
+                }
+              }
+            }
+            if (mx.getThreadCount() < 0 || mx.getDaemonThreadCount() < 0) {
+              problem.compareAndSet(null, "negative count");
+            }
+          }
+        } catch (Throwable t) {
+          problem.compareAndSet(null, t.toString());
+        }
+      }));
+    }
+    churner.start();
+    readers.forEach(Thread::start);
+    churner.join();
+    for (Thread t : readers) {
+      t.join();
+    }
+    Check.equal(null, problem.get(),
+        READERS + " Java threads reading while runtime threads start and end");
   }
 }
