@@ -14,14 +14,20 @@
  */
 package io.vmthread.test;
 
+import io.vmthread.CategoryUsage;
 import io.vmthread.VmThreadManagement;
 import io.vmthread.VmThreadMXBean;
+import java.lang.management.ManagementFactory;
 import java.lang.management.MonitorInfo;
 import java.lang.management.ThreadInfo;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
+import javax.management.JMX;
+import javax.management.MBeanServer;
+import javax.management.ObjectName;
+import javax.management.openmbean.CompositeData;
 
 final class JniTest {
   private JniTest() {}
@@ -67,11 +73,42 @@ final class JniTest {
         }
         Check.equal(MONITORS, found, "dumpAllThreads(true, false): every held monitor");
       }
+      proxy(id);
     } finally {
       TestNatives.stopHolder(h);
     }
     ended(mx, id);
     churn(mx);
+  }
+
+  /* VmThreadMXBean itself through an MXBean proxy (every value converted to open data and back
+   * by the MXBean framework), and ThreadInfo.from on what the MBean server returns. */
+  private static void proxy(long id) throws Exception {
+    MBeanServer server = ManagementFactory.getPlatformMBeanServer();
+    ObjectName name = VmThreadManagement.register();
+    try {
+      VmThreadMXBean proxy = JMX.newMXBeanProxy(server, name, VmThreadMXBean.class);
+      Check.equal(name, proxy.getObjectName(), "VmThreadMXBean proxy: getObjectName");
+      CategoryUsage[] usage = proxy.getCategoryUsage();
+      Check.that(usage.length > 0 && usage[0].getName() != null,
+          "VmThreadMXBean proxy: getCategoryUsage");
+      ThreadInfo info = proxy.getThreadInfo(id);
+      Check.equal(NAME, info == null ? null : info.getThreadName(),
+          "VmThreadMXBean proxy: getThreadInfo keeps the 4-byte UTF-8 name");
+      Check.equal(-1L, info == null ? 0L : info.getLockOwnerId(),
+          "a thread blocked on nothing: lockOwnerId -1");
+      CompositeData cd = (CompositeData) server.invoke(name, "getThreadInfo",
+          new Object[] {id}, new String[] {"long"});
+      ThreadInfo from = ThreadInfo.from(cd);
+      Check.equal(NAME, from.getThreadName(), "ThreadInfo.from(the server's CompositeData)");
+      if (proxy.isObjectMonitorUsageSupported() && proxy.isSynchronizerUsageSupported()) {
+        ThreadInfo[] all = proxy.getThreadInfo(new long[] {id}, true, true);
+        Check.equal(MONITORS, all[0].getLockedMonitors().length,
+            "VmThreadMXBean proxy: getThreadInfo(ids, true, true) keeps every MonitorInfo");
+      }
+    } finally {
+      VmThreadManagement.unregister();
+    }
   }
 
   private static void ended(VmThreadMXBean mx, long dead) {
