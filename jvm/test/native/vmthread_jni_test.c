@@ -320,7 +320,8 @@ NATIVE(void, detachCurrent)(JNIEnv *env, jclass cls) {
 /* Guest frames: threads of category "interp" run two frames of a guest language; the
  * contention pair's owner holds "jvm-test-contended" from its frame 1 (which the walker says)
  * and "jvm-test-inner" (which it does not, so the runtime puts it at frame 0); the blocked
- * thread has one frame. */
+ * thread has one frame; threads of category "noline" a guest frame without a line over a native
+ * one. */
 static int guest_walker(vmt_thread_t *t, vmt_stack_frame_t *frames, int32_t max, void *ctx) {
   (void)ctx;
   static const vmt_stack_frame_t interp[] = {
@@ -334,10 +335,17 @@ static int guest_walker(vmt_thread_t *t, vmt_stack_frame_t *frames, int32_t max,
   static const vmt_stack_frame_t blocked[] = {
       {.function = "demo.Blocked.enter", .file = "Blocked.vm", .line = 3, .pc = 0},
   };
+  /* Category "noline": a guest method without line information over a native helper. */
+  static const vmt_stack_frame_t noline[] = {
+      {.function = "demo.Interpreter.loop", .file = "Interpreter.vm", .line = -1, .pc = 0},
+      {.function = "vm_native_helper", .file = NULL, .line = -1, .pc = 0},
+  };
   const vmt_stack_frame_t *guest = NULL;
   int32_t depth = 0;
   if (strcmp(vmt_thread_category(t), "interp") == 0) {
     guest = interp, depth = 2;
+  } else if (strcmp(vmt_thread_category(t), "noline") == 0) {
+    guest = noline, depth = 2;
   } else if (strcmp(vmt_thread_name(t), "jvm-test-owner") == 0) {
     guest = owner, depth = 2;
   } else if (strcmp(vmt_thread_name(t), "jvm-test-blocked") == 0) {

@@ -14,7 +14,8 @@
  *   state                  same order as Thread.State
  *   frames                 a VM method "pkg.Class.method" (from the VM's stack walker) is split
  *                          at the last '.'; a native symbol gets class "<native>". The line is
- *                          the frame's line, or -2 (Java's "native method") when unknown.
+ *                          the frame's line; when it is unknown, -1 for a VM method (Java's
+ *                          "unknown line") and -2 with isNativeMethod for a native symbol.
  *   locks                  a lock's className is the name the VM gave the monitor or synchronizer
  *                          (vmt_monitor_create(&m, "CodeCache_lock")), its identityHashCode the
  *                          runtime's identity, so LockInfo.toString() is the C display name
@@ -133,8 +134,11 @@ final class ThreadInfos {
     v.put("className", vmMethod ? fn.substring(0, dot) : "<native>");
     v.put("methodName", vmMethod ? fn.substring(dot + 1) : fn);
     v.put("fileName", file);
-    v.put("lineNumber", line >= 0 ? line : -2);
-    v.put("nativeMethod", line < 0);
+    // StackTraceElement: -2 (and isNativeMethod) means a native method; a VM method whose line
+    // is unknown is not one, its line is -1 ("Interpreter.vm" or "Unknown Source").
+    boolean nativeMethod = line < 0 && !vmMethod;
+    v.put("lineNumber", line >= 0 ? line : nativeMethod ? -2 : -1);
+    v.put("nativeMethod", nativeMethod);
     v.put("classLoaderName", null);
     v.put("moduleName", null);
     v.put("moduleVersion", null);

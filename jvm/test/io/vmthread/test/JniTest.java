@@ -7,6 +7,9 @@
  *            and the bridge stays within the local references it asked the JVM for (-Xcheck:jni
  *            prints "WARNING: JNI local refs: N, exceeds capacity: M" otherwise, which
  *            jvm_test.sh counts as a failure);
+ *   frames   a guest (VM) method whose line is unknown is not a native method: StackTraceElement
+ *            keeps -2 and isNativeMethod for native methods, and prints "(Interpreter.vm)";
+ *            a native symbol is one ("(Native Method)");
  *   ended    once that thread has ended, every per-id query answers "no such thread" (null,
  *            -1) in that id's position, as ThreadMXBean says for a thread that is not alive;
  *   churn    Java threads calling the bean while runtime threads start and end: every answer
@@ -78,6 +81,7 @@ final class JniTest {
       TestNatives.stopHolder(h);
     }
     ended(mx, id);
+    frames(mx);
     churn(mx);
   }
 
@@ -108,6 +112,28 @@ final class JniTest {
       }
     } finally {
       VmThreadManagement.unregister();
+    }
+  }
+
+  private static void frames(VmThreadMXBean mx) {
+    long g = TestNatives.startWorkers(1, "noline", false, 0, 0);
+    TestNatives.setStackWalker(true);
+    try {
+      ThreadInfo info = mx.getThreadInfo(TestNatives.workerIds(g)[0], 10);
+      StackTraceElement[] st = info.getStackTrace();
+      Check.equal(2, st.length, "noline: the walker's two frames");
+      if (st.length == 2) {
+        Check.that(!st[0].isNativeMethod() && st[0].getLineNumber() == -1,
+            "a guest method with no line is not native, line -1: " + st[0]
+            + " (line " + st[0].getLineNumber() + ")");
+        Check.equal("demo.Interpreter.loop(Interpreter.vm)", st[0].toString(),
+            "and prints as Java prints a frame of unknown line");
+        Check.that(st[1].isNativeMethod() && st[1].getLineNumber() == -2,
+            "a native symbol is a native method: " + st[1]);
+      }
+    } finally {
+      TestNatives.setStackWalker(false);
+      TestNatives.stopWorkers(g);
     }
   }
 
