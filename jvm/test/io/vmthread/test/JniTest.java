@@ -10,6 +10,10 @@
  *   frames   a guest (VM) method whose line is unknown is not a native method: StackTraceElement
  *            keeps -2 and isNativeMethod for native methods, and prints "(Interpreter.vm)";
  *            a native symbol is one ("(Native Method)");
+ *   bytes    a monitor whose name is not UTF-8 (0xff, an overlong NUL, a CESU surrogate, a cut
+ *            4-byte sequence): its LockInfo is the bytes as Java's UTF-8 decoder reads them
+ *            (U+FFFD for each bad sequence), lockName is still lockInfo.toString(), and the
+ *            dumps do not fail;
  *   ended    once that thread has ended, every per-id query answers "no such thread" (null,
  *            -1) in that id's position, as ThreadMXBean says for a thread that is not alive;
  *   churn    Java threads calling the bean while runtime threads start and end: every answer
@@ -82,6 +86,7 @@ final class JniTest {
     }
     ended(mx, id);
     frames(mx);
+    badBytes(mx);
     churn(mx);
   }
 
@@ -112,6 +117,32 @@ final class JniTest {
       }
     } finally {
       VmThreadManagement.unregister();
+    }
+  }
+
+  private static void badBytes(VmThreadMXBean mx) {
+    byte[] bytes = {'j', 'v', 'm', '-', (byte) 0xff, (byte) 0xfe, '-', (byte) 0xc0, (byte) 0x80,
+        '-', (byte) 0xed, (byte) 0xa0, (byte) 0x80, '-', (byte) 0xf0, (byte) 0x9f, (byte) 0x98};
+    String expected = new String(bytes, StandardCharsets.UTF_8);
+    long h = TestNatives.startHolder("jvm-test-bad-bytes".getBytes(StandardCharsets.UTF_8),
+        bytes, 1);
+    try {
+      long id = TestNatives.holderId(h);
+      if (mx.isObjectMonitorUsageSupported()) {
+        ThreadInfo info = mx.getThreadInfo(new long[] {id}, true, false)[0];
+        MonitorInfo[] held = info.getLockedMonitors();
+        Check.that(held.length == 1 && expected.equals(held[0].getClassName()),
+            "a monitor name that is not UTF-8 arrives as Java decodes it: "
+            + (held.length == 1 ? held[0].getClassName() : "no monitor"));
+      }
+      ThreadInfo waiting = mx.getThreadInfo(id);
+      Check.that(waiting.getLockInfo() != null
+          && waiting.getLockName().equals(waiting.getLockInfo().toString()),
+          "lockName = lockInfo.toString() (class@hex)");
+      Check.that(mx.dumpThreads().contains("jvm-test-bad-bytes")
+          && mx.dumpThreadsJson().contains("jvm-test-bad-bytes"), "both dumps still work");
+    } finally {
+      TestNatives.stopHolder(h);
     }
   }
 
