@@ -136,6 +136,24 @@ final class JniTest {
             + (held.length == 1 ? held[0].getClassName() : "no monitor"));
       }
       ThreadInfo waiting = mx.getThreadInfo(id);
+      Check.equal(Thread.State.WAITING, waiting.getThreadState(), "the holder waits");
+      if (mx.isThreadContentionMonitoringSupported()) {
+        boolean was = mx.isThreadContentionMonitoringEnabled();
+        try {
+          mx.setThreadContentionMonitoringEnabled(false);
+          ThreadInfo off = mx.getThreadInfo(id);
+          Check.that(off.getBlockedTime() == -1 && off.getWaitedTime() == -1,
+              "contention monitoring off: blockedTime and waitedTime -1 (" + off.getBlockedTime()
+              + ", " + off.getWaitedTime() + ")");
+          mx.setThreadContentionMonitoringEnabled(true);
+          ThreadInfo on = mx.getThreadInfo(id);
+          Check.that(on.getBlockedTime() >= 0 && on.getWaitedTime() >= 0
+              && on.getWaitedCount() >= 1, "on: both >= 0, waitedCount >= 1 (" + on.getBlockedTime()
+              + ", " + on.getWaitedTime() + ", " + on.getWaitedCount() + ")");
+        } finally {
+          mx.setThreadContentionMonitoringEnabled(was);
+        }
+      }
       Check.that(waiting.getLockInfo() != null
           && waiting.getLockName().equals(waiting.getLockInfo().toString()),
           "lockName = lockInfo.toString() (class@hex)");
