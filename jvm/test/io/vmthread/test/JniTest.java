@@ -16,8 +16,10 @@
  *            dumps do not fail;
  *   ended    once that thread has ended, every per-id query answers "no such thread" (null,
  *            -1) in that id's position, as ThreadMXBean says for a thread that is not alive;
- *   churn    Java threads calling the bean while runtime threads start and end: every answer
- *            keeps the specification's shape (no null in dumpAllThreads, entry i for ids[i]).
+ *   churn    Java threads (two of them attached to the runtime) calling the bean while runtime
+ *            threads start and end: every answer keeps the specification's shape (no null in
+ *            dumpAllThreads, entry i for ids[i]; an attached reader sees itself RUNNABLE, and
+ *            not at all once detached).
  */
 package io.vmthread.test;
 
@@ -235,9 +237,28 @@ final class JniTest {
     boolean monitors = mx.isObjectMonitorUsageSupported() && mx.isSynchronizerUsageSupported();
     List<Thread> readers = new ArrayList<>();
     for (int r = 0; r < READERS; r++) {
+      String self = "jvm-test-reader-" + r;
       readers.add(new Thread(() -> {
         try {
-          while (churner.isAlive()) {
+          // Half the readers are runtime threads themselves (attached), half are not.
+          long selfId = self.endsWith("0") || self.endsWith("2") ? TestNatives.attachCurrent(self)
+              : 0;
+          while (churner.isAlive() || selfId != 0) {
+            if (selfId != 0) {
+              ThreadInfo mine = mx.getThreadInfo(selfId);
+              if (mine == null || !self.equals(mine.getThreadName())
+                  || mine.getThreadState() != Thread.State.RUNNABLE) {
+                problem.compareAndSet(null, "attached reader's own ThreadInfo " + mine);
+              }
+              if (!churner.isAlive()) {
+                TestNatives.detachCurrent();
+                if (mx.getThreadInfo(selfId) != null) {
+                  problem.compareAndSet(null, "a detached reader still has a ThreadInfo");
+                }
+                selfId = 0;
+                continue;
+              }
+            }
             long[] ids = mx.getAllThreadIds();
             ThreadInfo[] infos = mx.getThreadInfo(ids, monitors, monitors);
             for (int i = 0; i < ids.length; i++) {
