@@ -15,6 +15,8 @@
 #            HotSpot's dump, while vmthread's goes to its file; then `kill -3` prints both;
 #   guest    last, the host loads a guest library linked statically against libvmthread.a (a
 #            second runtime): the bean must refuse to answer;
+#   modules  a JVM limited to java.base, java.management and jdk.management (what a jlink'ed
+#            application may hold) makes an MXBean proxy of VmThreadMXBean (ModulesTest);
 #   jemalloc the in-process tests once more with LD_PRELOAD=libjemalloc.so.2: allocated bytes
 #            are supported when jemalloc is the JVM's allocator, unsupported otherwise.
 # Each JVM prints one line per check and "N passed, M failed"; this script prints the total
@@ -231,6 +233,12 @@ fi
 touch "$scene/stop"
 wait "$host"
 count_jvm host "$root/host.log" $?
+
+# ---- modules: a JVM with only the modules vmthread.jar needs (a jlink'ed image) ------------
+java_cmd "${asan_env[@]}" -- -Xcheck:jni \
+  --limit-modules java.base,java.management,jdk.management "${test_props[@]}" \
+  -cp "$cp_host" io.vmthread.test.ModulesTest >"$root/modules.log" 2>&1
+count_jvm modules "$root/modules.log" $?
 
 # ---- jemalloc: allocated bytes are supported when jemalloc is the allocator ----------------
 if [ "$sanitizer" != asan ]; then

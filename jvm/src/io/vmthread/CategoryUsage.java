@@ -2,11 +2,14 @@
  * CategoryUsage: one thread category's figures (vmt_mx_get_category_usage, Eclipse OMR's
  * omrthread_get_jvm_cpu_usage_info): how much CPU the VM's GC, JIT or application threads used,
  * the exited ones included. An MXBean maps it to open data (CompositeData) through its getters
- * and its @ConstructorProperties constructor, so a generic JMX client reads it.
+ * and its @ConstructorParameters constructor, so a generic JMX client reads it. The annotation
+ * is java.management's (javax.management.ConstructorParameters), not java.beans'
+ * ConstructorProperties: that one is in java.desktop, which a JVM may not have (a jlink'ed
+ * image), and without it no MXBean proxy of VmThreadMXBean can be made there.
  */
 package io.vmthread;
 
-import java.beans.ConstructorProperties;
+import javax.management.ConstructorParameters;
 
 /** CPU time and thread counts of one thread category, from one consistent moment. */
 public final class CategoryUsage {
@@ -23,7 +26,7 @@ public final class CategoryUsage {
    * @param cpuTimeNs CPU time of its live threads plus every one that exited, -1 when disabled
    * @param exitedCpuTimeNs the exited threads' part of it, -1 when disabled
    */
-  @ConstructorProperties({"name", "liveCount", "startedCount", "cpuTimeNs", "exitedCpuTimeNs"})
+  @ConstructorParameters({"name", "liveCount", "startedCount", "cpuTimeNs", "exitedCpuTimeNs"})
   public CategoryUsage(String name, int liveCount, long startedCount, long cpuTimeNs,
                        long exitedCpuTimeNs) {
     this.name = name;
