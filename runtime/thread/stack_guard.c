@@ -230,9 +230,15 @@ int vmt__stack_guard_begin(vmt_thread_t *t) {
   size_t total = c->guard.red_size + c->guard.yellow_size + c->guard.reserved_size;
   if (total == 0) return 0;
   int rc = vmt__stack_bounds_ensure(t);
-  /* The options checked the sizes against the stack size; the stack glibc gave must agree. */
+  /* The options checked the sizes against the stack size; the stack glibc gave must agree,
+   * by the same rule: zones and VMT__STACK_GUARD_MIN_USABLE within [lo, hi). Measured against
+   * this frame instead, the few KiB glibc keeps at the top (static TLS, the descriptor) and
+   * the frames above us made every start the options accepted at the edge run without zones.
+   * The frame itself must of course be above them. */
   uintptr_t here = (uintptr_t)__builtin_frame_address(0);
-  if (rc == 0 && c->stack_lo + total + VMT__STACK_GUARD_MIN_USABLE > here) rc = -ENOSPC;
+  if (rc == 0 && (c->stack_lo + total + VMT__STACK_GUARD_MIN_USABLE > c->stack_hi ||
+                  c->stack_lo + total + vmt_os_page_size() > here))
+    rc = -ENOSPC;
   if (rc == 0) rc = install_handler();
   if (rc == 0) rc = vmt_os_altstack_install(&c->altstack);
   if (rc == 0) {
