@@ -123,7 +123,14 @@ bool vmt_os__tsc_decide(const vmt_os__tsc_env_t *env, const char **reason) {
     return false;
   }
   char source[64];
-  if (env->read_clocksource(env->ctx, source, sizeof(source)) != 0) {
+  int err = env->read_clocksource(env->ctx, source, sizeof(source));
+  if (err == -EMFILE || err == -ENFILE) {
+    /* The host's condition, not the machine's: say so, the decision is made once. */
+    *reason = "current_clocksource unreadable: no file descriptor left when the runtime first "
+              "ran (the source is decided once per process)";
+    return false;
+  }
+  if (err != 0) {
     *reason = "current_clocksource unreadable";
     return false;
   }

@@ -479,6 +479,70 @@ static void accepted_guard_zones_are_in_place(void **state) {
   }
 }
 
+/* No descriptor left before the first call into the runtime (its lazy probes open files). */
+static int fds_exhausted_first(void) {
+  struct rlimit rl = {64, 64};
+  CHECK(90, setrlimit(RLIMIT_NOFILE, &rl) == 0);
+  int first = -1, last = -1, fd;
+  while ((fd = dup(0)) >= 0) {
+    if (first < 0) first = fd;
+    last = fd;
+  }
+  CHECK(91, errno == EMFILE);
+  vmt_thread_t *self;
+  CHECK(92, vmt_thread_attach(NULL, &self) == 0);
+  vmt_thread_t *t;
+  CHECK(93, vmt_thread_start(&t, return_arg, NULL) == 0);
+  CHECK(94, vmt_thread_join(t, NULL) == 0 && vmt_thread_release(t) == 0);
+  CHECK(95, vmt_elapsed_nanos() > 0 && vmt_current_thread_cpu_time(VMT_CPU_USER) >= 0);
+  fprintf(stderr, "first use with no descriptor: elapsed source %s (%s)\n", vmt_elapsed_source(),
+          vmt_elapsed_source_reason());
+  /* The TSC would have been usable: a fallback must say it is the host's doing (clock.h). */
+  CHECK(98, strcmp(vmt_elapsed_source(), "tsc") == 0 ||
+                strstr(vmt_elapsed_source_reason(), "CPUID") != NULL ||
+                strstr(vmt_elapsed_source_reason(), "not tsc") != NULL ||
+                strstr(vmt_elapsed_source_reason(), "descriptor") != NULL);
+  vmt_thread_info_t **infos = NULL;
+  size_t count = 0;
+  CHECK(96, vmt_mx_dump_all_threads(true, true, 64, &infos, &count) == 0);
+  vmt_mx_thread_info_array_free(infos, count);
+  for (fd = first; first >= 0 && fd <= last; fd++) close(fd);
+  CHECK(97, vmt_thread_detach() == 0);
+  return 0;
+}
+
+static void descriptors_exhausted_before_first_use(void **state) {
+  (void)state;
+  assert_int_equal(in_fresh_child("fds_first"), 0);
+}
+
+/* A foreign thread attaching with a name the kernel must cut. */
+static void *attach_named(void *arg) {
+  vmt_thread_options_t o = {.flags = VMT_THREAD_OPT_NAME, .name = arg};
+  vmt_thread_t *self;
+  if (vmt_thread_attach(&o, &self) != 0) return (void *)1;
+  char comm[64];
+  read_comm(vmt_thread_tid(self), comm, sizeof(comm));
+  char expect[16];
+  snprintf(expect, sizeof(expect), "%s", (const char *)arg);
+  int bad = strcmp(comm, expect) != 0 || strcmp(vmt_thread_os_name(self), expect) != 0;
+  if (bad) fprintf(stderr, "attach: comm '%s' os_name '%s' expected '%s'\n", comm, vmt_thread_os_name(self), expect);
+  if (vmt_thread_detach() != 0) bad = 1;
+  return bad ? (void *)1 : NULL;
+}
+
+static void attached_thread_kernel_name_is_cut_too(void **state) {
+  (void)state;
+  const char *names[] = {"0123456789abcde", "0123456789abcdef", "x\r\ny\x1b"};
+  for (size_t i = 0; i < 3; i++) {
+    pthread_t p;
+    void *res = (void *)2;
+    assert_int_equal(pthread_create(&p, NULL, attach_named, (void *)names[i]), 0);
+    assert_int_equal(pthread_join(p, &res), 0);
+    assert_null(res);
+  }
+}
+
 int main(int argc, char **argv) {
   (void)argc;
   self_argv = argv;
@@ -487,6 +551,7 @@ int main(int argc, char **argv) {
     alarm(60);
     if (strcmp(role, "big_stack") == 0) return big_stack_refused();
     if (strcmp(role, "fds") == 0) return fds_exhausted();
+    if (strcmp(role, "fds_first") == 0) return fds_exhausted_first();
     if (strcmp(role, "exit_thread") == 0) return exit_with_threads();
     if (strcmp(role, "exit_main") == 0) return exit_from_main_with_threads();
     return 2;
@@ -500,6 +565,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(fork_and_spawn_from_a_runtime_thread_while_others_block),
       cmocka_unit_test(exit_while_runtime_threads_run_and_hold_locks),
       cmocka_unit_test(accepted_guard_zones_are_in_place),
+      cmocka_unit_test(descriptors_exhausted_before_first_use),
+      cmocka_unit_test(attached_thread_kernel_name_is_cut_too),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -47,7 +47,11 @@ VMT_EXPORT int64_t vmt_nanotime(void);
  */
 VMT_EXPORT int64_t vmt_elapsed_nanos(void);
 
-/* Which source the elapsed counter uses ("tsc" or "clock_monotonic") and why, for logs. */
+/* Which source the elapsed counter uses ("tsc" or "clock_monotonic") and why, for logs. The
+ * source is decided once per process, at the runtime's first use (vmt_os_init: the first thread
+ * start, attach, capability query or elapsed read); a process with no file descriptor left then
+ * cannot read the kernel's clocksource and uses CLOCK_MONOTONIC for its life, and the reason
+ * says so. */
 VMT_EXPORT const char *vmt_elapsed_source(void);
 VMT_EXPORT const char *vmt_elapsed_source_reason(void);
 
