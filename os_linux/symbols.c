@@ -99,7 +99,37 @@ static void load(void) {}
 
 struct vmt_os_symbolizer {
   void *dwfl;   /* Dwfl *; NULL: dladdr only */
+  /* The stack of the thread that last asked (callers serialise their use of a symbolizer). */
+  bool stack_known;
+  pthread_t stack_thread;
+  uintptr_t stack_lo;   /* UINTPTR_MAX: unknown */
 };
+
+/* libdw's line-table reader (dwarf_getsrclines, elfutils 0.188) keeps its tables on the
+ * stack: between 160 and 192 KiB here. With less left it overflowed: SIGSEGV in a main thread
+ * under ulimit -s 160, and in a runtime thread started with the 64 KiB the options allow
+ * (test/port_adversarial_linux_test.c). Lines are read only with this much left; the name
+ * still comes from the symbol table. */
+#define LINES_STACK_NEEDED ((size_t)256 * 1024)
+
+static bool stack_allows_lines(vmt_os_symbolizer_t *s) {
+  pthread_t self = pthread_self();
+  if (!s->stack_known || !pthread_equal(s->stack_thread, self)) {
+    s->stack_thread = self;
+    s->stack_known = true;
+    s->stack_lo = UINTPTR_MAX;
+    pthread_attr_t attr;
+    if (pthread_getattr_np(self, &attr) == 0) {
+      void *addr = NULL;
+      size_t size = 0;
+      if (pthread_attr_getstack(&attr, &addr, &size) == 0) s->stack_lo = (uintptr_t)addr;
+      pthread_attr_destroy(&attr);
+    }
+  }
+  uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+  return s->stack_lo != UINTPTR_MAX && here > s->stack_lo &&
+         here - s->stack_lo >= LINES_STACK_NEEDED;
+}
 
 vmt_os_symbolizer_t *vmt_os_symbolizer_open(void) {
   pthread_once(&load_once, load);
@@ -174,7 +204,7 @@ int vmt_os_symbolize(vmt_os_symbolizer_t *s, uintptr_t pc, bool return_address,
       } else {
         out->offset = pc - (uintptr_t)base;
       }
-      Dwfl_Line *line = dw.module_getsrc(m, at);
+      Dwfl_Line *line = stack_allows_lines(s) ? dw.module_getsrc(m, at) : NULL;
       int lineno = 0;
       const char *src = line ? dw.lineinfo(line, NULL, &lineno, NULL, NULL, NULL) : NULL;
       if (src) {

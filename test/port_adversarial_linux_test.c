@@ -543,6 +543,76 @@ static void attached_thread_kernel_name_is_cut_too(void **state) {
   }
 }
 
+/* RLIMIT_STACK small when the process started: glibc's default thread stack is that small
+ * (at least PTHREAD_STACK_MIN), and the runtime's own threads must still work: the SIGQUIT
+ * dump thread dumping, the profiler's drainer and control thread. */
+static void *burn_a_little(void *arg) {
+  (void)arg;
+  volatile uint64_t x = 0;
+  for (int64_t end = vmt_nanotime() + 200 * 1000 * 1000; vmt_nanotime() < end;) x++;
+  return NULL;
+}
+static void *write_profile(void *arg) {
+  (void)arg;
+  char *text = NULL;
+  size_t len = 0;
+  int rc = vmt_prof_collapsed_to_string(VMT_PROF_OUT_THREADS | VMT_PROF_OUT_LINES, &text, &len);
+  free(text);
+  return rc == 0 ? NULL : (void *)1;
+}
+static int small_default_stack(void) {
+  vmt_thread_t *self;
+  CHECK(100, vmt_thread_attach(NULL, &self) == 0);
+  FILE *out = tmpfile();
+  CHECK(101, out != NULL);
+  CHECK(102, vmt_mx_enable_sigquit_dump(out) == 0);
+  vmt_thread_t *t;
+  CHECK(103, vmt_thread_start(&t, park_until_released, NULL) == 0);
+  CHECK(104, raise(SIGQUIT) == 0);
+  for (int i = 0; i < 200 && ftell(out) <= 0; i++) vmt_sleep_ns(10 * 1000 * 1000);
+  fflush(out);
+  CHECK(105, ftell(out) > 0);
+  CHECK(106, vmt_mx_disable_sigquit_dump() == 0);
+  fclose(out);
+  CHECK(107, vmt_prof_start(NULL) == 0);
+  vmt_thread_t *b;
+  CHECK(108, vmt_thread_start(&b, burn_a_little, NULL) == 0);
+  burn_a_little(NULL);
+  CHECK(109, vmt_thread_join(b, NULL) == 0 && vmt_thread_release(b) == 0);
+  CHECK(110, vmt_prof_stop() == 0);
+  char *text = NULL;
+  size_t len = 0;
+  CHECK(111, vmt_prof_collapsed_to_string(VMT_PROF_OUT_THREADS | VMT_PROF_OUT_LINES, &text,
+                                          &len) == 0);
+  free(text);
+  /* And from a runtime thread with the smallest stack the options allow. */
+  vmt_prof_clear();
+  CHECK(114, vmt_prof_start(NULL) == 0);
+  burn_a_little(NULL);
+  CHECK(115, vmt_prof_stop() == 0);
+  vmt_thread_options_t o = {.flags = VMT_THREAD_OPT_STACK_SIZE, .stack_size = 1};
+  vmt_thread_t *w;
+  CHECK(116, vmt_thread_start_ex(&w, &o, write_profile, NULL) == 0);
+  void *res = (void *)1;
+  CHECK(117, vmt_thread_join(w, &res) == 0 && res == NULL && vmt_thread_release(w) == 0);
+  atomic_store(&release_flag, 1);
+  CHECK(112, vmt_thread_join(t, NULL) == 0 && vmt_thread_release(t) == 0);
+  CHECK(113, vmt_thread_detach() == 0);
+  return 0;
+}
+
+static void small_rlimit_stack_at_start(void **state) {
+  (void)state;
+  struct rlimit old, rl;
+  assert_int_equal(getrlimit(RLIMIT_STACK, &old), 0);
+  rl = old;
+  rl.rlim_cur = 128 * 1024;   /* the main thread's stack, and glibc's thread default */
+  assert_int_equal(setrlimit(RLIMIT_STACK, &rl), 0);
+  int code = in_fresh_child("small_stack");
+  assert_int_equal(setrlimit(RLIMIT_STACK, &old), 0);
+  assert_int_equal(code, 0);
+}
+
 int main(int argc, char **argv) {
   (void)argc;
   self_argv = argv;
@@ -552,6 +622,7 @@ int main(int argc, char **argv) {
     if (strcmp(role, "big_stack") == 0) return big_stack_refused();
     if (strcmp(role, "fds") == 0) return fds_exhausted();
     if (strcmp(role, "fds_first") == 0) return fds_exhausted_first();
+    if (strcmp(role, "small_stack") == 0) return small_default_stack();
     if (strcmp(role, "exit_thread") == 0) return exit_with_threads();
     if (strcmp(role, "exit_main") == 0) return exit_from_main_with_threads();
     return 2;
@@ -567,6 +638,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(accepted_guard_zones_are_in_place),
       cmocka_unit_test(descriptors_exhausted_before_first_use),
       cmocka_unit_test(attached_thread_kernel_name_is_cut_too),
+      cmocka_unit_test(small_rlimit_stack_at_start),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -195,7 +195,9 @@ VMT_EXPORT int vmt_prof_set_walker(vmt_prof_walker_fn walker, vmt_prof_symbolize
 enum vmt_prof_output_flags {
   VMT_PROF_OUT_THREADS = 1u << 0,     /* a root frame per thread: "name [id]" */
   VMT_PROF_OUT_CATEGORIES = 1u << 1,  /* a root frame per category, above the thread's */
-  VMT_PROF_OUT_LINES = 1u << 2,       /* "function (file:line)" where lines are known */
+  VMT_PROF_OUT_LINES = 1u << 2,       /* "function (file:line)" where lines are known (and
+                                        the writing thread has 256 KiB of stack left:
+                                        docs/profiler.md) */
   VMT_PROF_OUT_NS = 1u << 3,          /* values in ns of CPU time (weight * period) */
 };
 /*
