@@ -94,7 +94,11 @@ int vmt__prof_arm(vmt_thread_t *t) {
     }
   }
   if (rc) {
-    atomic_fetch_add_explicit(&vmt__prof.arm_failures, 1, memory_order_relaxed);
+    /* Left IDLE, the thread is tried again by the drainer's rescans: count it once. */
+    uint32_t session = atomic_load_explicit(&vmt__prof.session, memory_order_relaxed);
+    if (atomic_exchange_explicit(&t->prof.arm_failed_session, session, memory_order_relaxed) !=
+        session)
+      atomic_fetch_add_explicit(&vmt__prof.arm_failures, 1, memory_order_relaxed);
     atomic_store_explicit(&t->prof.state, VMT__PROF_IDLE, memory_order_seq_cst);
     return rc;
   }

@@ -131,7 +131,8 @@ typedef struct vmt__prof_state {
   _Atomic uint32_t drainer_active;             /* 1 during a profile; 0: parked (futex) */
   vmt_thread_t *drainer;
   _Atomic int64_t threads_ever;
-  _Atomic int64_t arm_failures;
+  _Atomic int64_t arm_failures;                /* threads, each once per session */
+  _Atomic uint32_t session;                    /* sessions started; never reset */
   _Atomic int32_t threads_armed;
   _Atomic int64_t lost_unattributed[VMT_PROF_LOST_COUNT];  /* no slot to count them in */
   _Atomic int64_t lost_unattributed_weight[VMT_PROF_LOST_COUNT];

@@ -119,6 +119,7 @@ int vmt_prof_start(const vmt_prof_options_t *options) {
   cfg.walker_ctx = w->ctx;
   free_profiles();
   reset_counters();
+  atomic_fetch_add(&vmt__prof.session, 1);   /* before any thread is armed */
   vmt__prof_profile_t *profile = vmt__prof_profile_new(&cfg);
   if (profile == NULL) {
     pthread_mutex_unlock(&vmt__prof.lock);

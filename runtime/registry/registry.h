@@ -192,6 +192,9 @@ struct vmt__thread_prof {
   /* vmt_prof_set_thread_excluded: never armed while set (arm.c checks it after its claim).
    * The thread's for its life; a fork child's survivor keeps it. */
   _Atomic bool excluded;
+  /* The profiler session (vmt__prof.session) in which arming this thread last failed: a thread
+   * the drainer's rescans try again counts once in arm_failures. */
+  _Atomic uint32_t arm_failed_session;
 };
 
 /* Per-category figures (Eclipse OMR keeps these for GC/JIT/application threads). */
