@@ -2,8 +2,10 @@
  * test/port_adversarial_linux_test.c: the Linux port layer and the process when the host says
  * no or does something unusual: odd stack sizes and guard zones, names the kernel cuts, a big
  * stack the address space cannot hold, descriptors exhausted, clocks across fork, fork and
- * posix_spawn from a runtime thread, exit() while runtime threads run and hold locks.
- * Scenarios that change limits or may leave the process broken run in a forked child, which
+ * posix_spawn and vfork from a runtime thread, exit() while runtime threads run and hold
+ * locks, RLIMIT_STACK / RLIMIT_SIGPENDING low at start, profile output on small stacks.
+ * Scenarios that change limits or may leave the process broken run in a child (most in a
+ * fresh image of this binary, fork then exec, as the sanitizers need), which
  * reports the first failed check as its exit code. Public API only.
  */
 #include <errno.h>
@@ -348,6 +350,14 @@ static void *forker(void *arg) {
   if (rc == 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st)) rc = WEXITSTATUS(st);
   else if (rc == 0) rc = -2;
   out[1] = rc;
+  /* vfork: the child borrows this runtime thread's stack and TLS until it execs. */
+  pid_t v = vfork();
+  if (v == 0) {
+    execve("/bin/true", argv, environ);
+    _exit(127);
+  }
+  if (v < 0 || waitpid(v, &st, 0) != v || !WIFEXITED(st) || WEXITSTATUS(st) != 0) out[1] = -3;
+  if (vmt_thread_current() == NULL || vmt_current_thread_cpu_time(VMT_CPU_TOTAL) < 0) out[1] = -4;
   return out;
 }
 
