@@ -25,21 +25,6 @@
 
 #include "runtime/management/management_impl.h"
 
-/* Length of the well-formed UTF-8 sequence at s (at most n bytes), or 0 (RFC 3629: no
- * overlong forms, no surrogates, nothing above U+10FFFF). */
-static size_t utf8_sequence(const unsigned char *s, size_t n) {
-  unsigned c = s[0];
-  size_t len = c < 0xc2 ? 0 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : c < 0xf5 ? 4 : 0;
-  if (len == 0 || len > n) return 0;
-  for (size_t i = 1; i < len; i++)
-    if ((s[i] & 0xc0) != 0x80) return 0;
-  if (c == 0xe0 && s[1] < 0xa0) return 0;  /* overlong */
-  if (c == 0xed && s[1] >= 0xa0) return 0; /* surrogate */
-  if (c == 0xf0 && s[1] < 0x90) return 0;  /* overlong */
-  if (c == 0xf4 && s[1] >= 0x90) return 0; /* above U+10FFFF */
-  return len;
-}
-
 /* The characters of str, escaped, without the quotes. */
 static void json_chars(FILE *out, const char *str) {
   const unsigned char *s = (const unsigned char *)str;
@@ -47,7 +32,7 @@ static void json_chars(FILE *out, const char *str) {
   for (size_t i = 0; i < n;) {
     unsigned c = s[i];
     if (c >= 0x80) {
-      size_t len = utf8_sequence(s + i, n - i);
+      size_t len = vmt__utf8_sequence(s + i, n - i);
       if (len == 0) {
         fputs("\\ufffd", out);
         i++;

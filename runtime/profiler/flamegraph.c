@@ -77,26 +77,14 @@ static int insert(node_t *root, char *text, int64_t value, size_t *max_depth) {
   return 0;
 }
 
-/* Length of the well-formed UTF-8 sequence at s (RFC 3629: no overlong forms, no surrogates,
- * nothing above U+10FFFF; s is NUL-terminated, and a NUL ends any sequence), or 0. */
-static size_t utf8_sequence(const unsigned char *s) {
-  unsigned c = s[0];
-  size_t len = c < 0xc2 ? 0 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : c < 0xf5 ? 4 : 0;
-  for (size_t i = 1; i < len; i++)
-    if ((s[i] & 0xc0) != 0x80) return 0;
-  if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0) ||
-      (c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] >= 0x90))
-    return 0;
-  return len;
-}
-
 /* s as XML character data. An XML parser (a browser's, for an SVG file) stops at the first
  * byte that is not UTF-8, and thread names, titles and a VM's frame names are any bytes: those
  * become U+FFFD, as in the JSON dump (runtime/management/dump_json.c). */
 static void xml(FILE *out, const char *str) {
-  for (const unsigned char *s = (const unsigned char *)str; *s; s++) {
+  const unsigned char *end = (const unsigned char *)str + strlen(str);
+  for (const unsigned char *s = (const unsigned char *)str; s < end; s++) {
     if (*s >= 0x80) {
-      size_t len = utf8_sequence(s);
+      size_t len = vmt__utf8_sequence(s, (size_t)(end - s));
       if (len == 0) {
         fputs("\xef\xbf\xbd", out);
       } else {

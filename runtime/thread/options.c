@@ -20,34 +20,24 @@
    VMT_THREAD_OPT_PRIORITY | VMT_THREAD_OPT_STACK_SIZE | VMT_THREAD_OPT_STACK_GUARD |   \
    VMT_THREAD_OPT_TIMER_SLACK)
 
+size_t vmt__utf8_sequence(const unsigned char *s, size_t n) {
+  unsigned c = s[0];
+  if (c < 0x80) return 1;
+  size_t len = c < 0xc2 ? 0 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : c < 0xf5 ? 4 : 0;
+  if (len == 0 || len > n) return 0;   /* a continuation byte first, C0/C1, F5..FF, cut short */
+  for (size_t i = 1; i < len; i++)
+    if ((s[i] & 0xc0) != 0x80) return 0;
+  if (c == 0xe0 && s[1] < 0xa0) return 0;   /* overlong */
+  if (c == 0xed && s[1] >= 0xa0) return 0;  /* surrogate */
+  if (c == 0xf0 && s[1] < 0x90) return 0;   /* overlong */
+  if (c == 0xf4 && s[1] >= 0x90) return 0;  /* above U+10FFFF */
+  return len;
+}
+
 bool vmt__utf8_valid(const char *s, size_t len) {
   const unsigned char *p = (const unsigned char *)s;
-  size_t i = 0;
-  while (i < len) {
-    unsigned c = p[i];
-    if (c < 0x80) {
-      i++;
-      continue;
-    }
-    size_t n;
-    unsigned cp, min;
-    if (c >= 0xC2 && c <= 0xDF) {
-      n = 1, cp = c & 0x1F, min = 0x80;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      n = 2, cp = c & 0x0F, min = 0x800;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      n = 3, cp = c & 0x07, min = 0x10000;
-    } else {
-      return false;  /* continuation byte first, C0/C1 (overlong) or F5..FF */
-    }
-    if (len - i <= n) return false;
-    for (size_t k = 1; k <= n; k++) {
-      if ((p[i + k] & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (p[i + k] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += n + 1;
-  }
+  for (size_t i = 0, n; i < len; i += n)
+    if ((n = vmt__utf8_sequence(p + i, len - i)) == 0) return false;
   return true;
 }
 
