@@ -158,21 +158,30 @@ static inline void vmt_os_cpu_relax(void) {
  * owner's process state row says so). Not recursive, not async-signal-safe. The lock spins
  * 100 rounds on the word before it sleeps; the unlock wakes one sleeper only when one said it
  * sleeps. */
-static inline void vmt_os_futex_lock(_Atomic uint32_t *l) {
+/* The lock, or false once deadline (vmt_os_java_time_nanos's scale; VMT_OS_NO_DEADLINE: none)
+ * has passed without it. A waiter that gives up leaves the word at 2, which costs the holder
+ * one spare wake at its unlock. */
+static inline bool vmt_os_futex_lock_until(_Atomic uint32_t *l, int64_t deadline) {
   uint32_t expected = 0;
   if (atomic_compare_exchange_strong_explicit(l, &expected, 1, memory_order_acquire,
                                               memory_order_relaxed))
-    return;
+    return true;
   for (int i = 0; i < 100; i++) {
     expected = 0;
     if (atomic_load_explicit(l, memory_order_relaxed) == 0 &&
         atomic_compare_exchange_strong_explicit(l, &expected, 1, memory_order_acquire,
                                                 memory_order_relaxed))
-      return;
+      return true;
     vmt_os_cpu_relax();
   }
-  while (atomic_exchange_explicit(l, 2, memory_order_acquire) != 0)
-    vmt_os_futex_wait(l, 2, VMT_OS_NO_DEADLINE);
+  while (atomic_exchange_explicit(l, 2, memory_order_acquire) != 0) {
+    if (deadline != VMT_OS_NO_DEADLINE && vmt_os_java_time_nanos() >= deadline) return false;
+    vmt_os_futex_wait(l, 2, deadline);
+  }
+  return true;
+}
+static inline void vmt_os_futex_lock(_Atomic uint32_t *l) {
+  (void)vmt_os_futex_lock_until(l, VMT_OS_NO_DEADLINE);
 }
 static inline void vmt_os_futex_unlock(_Atomic uint32_t *l) {
   if (atomic_exchange_explicit(l, 0, memory_order_release) == 2) vmt_os_futex_wake(l, 1);

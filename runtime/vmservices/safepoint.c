@@ -112,20 +112,6 @@ static bool wait_zero(_Atomic uint32_t *word, uint32_t sleeping, int64_t deadlin
   }
 }
 
-/* sp_lock, waiting until the deadline at most (vmt_os_futex_lock's protocol: 2 = held, maybe
- * with sleepers; a waiter that gives up leaves 2, which costs the holder one spare wake). */
-static bool sp_lock_until(int64_t deadline) {
-  uint32_t expected = 0;
-  if (atomic_compare_exchange_strong_explicit(&sp_lock, &expected, 1, memory_order_acquire,
-                                              memory_order_relaxed))
-    return true;
-  while (atomic_exchange_explicit(&sp_lock, 2, memory_order_acquire) != 0) {
-    if (deadline != VMT_OS_NO_DEADLINE && vmt_os_java_time_nanos() >= deadline) return false;
-    vmt_os_futex_wait(&sp_lock, 2, deadline);
-  }
-  return true;
-}
-
 /* Ends the safepoint in progress: one broadcast for every waiter. Under sp_lock. */
 static void release_all(void) {
   atomic_store_explicit(&sp_holder, NULL, memory_order_relaxed);
@@ -180,7 +166,7 @@ int vmt_safepoint_begin(int64_t timeout_ns, vmt_safepoint_stats_t *stats) {
   int64_t start = vmt_os_java_time_nanos();
   int64_t deadline = vmt__vms_deadline(timeout_ns);
   int saved = vmt__region_enter(self);
-  if (!sp_lock_until(deadline)) {
+  if (!vmt_os_futex_lock_until(&sp_lock, deadline)) {
     /* Another safepoint holds for longer than our timeout: its coordinator is the straggler. */
     vmt_thread_t *holder = atomic_load_explicit(&sp_holder, memory_order_relaxed);
     if (holder && !vmt__record_ref_if_live(holder)) holder = NULL;
