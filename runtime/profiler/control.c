@@ -154,10 +154,6 @@ int vmt_prof_enable_signal_control(int sig, const char *prefix) {
   bool sampling = vmt__prof.running && vmt__prof.cfg.signo == sig;
   pthread_mutex_unlock(&vmt__prof.lock);
   if (sampling || sig == vmt__prof_default_signal()) return -EINVAL;   /* a sampling signal */
-  /* The thread dump's (vmt_mx_enable_sigquit_dump, a JVM's jstack): with both on it, each
-   * restoring at disable what it found at enable, disabling them in the order they were
-   * enabled left control's idle handler installed and kill -3 ignored for good. */
-  if (sig == SIGQUIT) return -EINVAL;
   pthread_mutex_lock(&ctl_lock);
   int rc = 0;
   if (ctl_enabled) {

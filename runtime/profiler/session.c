@@ -24,7 +24,6 @@
  */
 #include <errno.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,10 +57,7 @@ static int resolve(const vmt_prof_options_t *o, vmt__prof_config_t *cfg) {
       bytes = o->buffer_bytes;
     }
     if (o->flags & VMT_PROF_OPT_SIGNAL) {
-      /* SIGQUIT is the thread dump's (vmt_mx_enable_sigquit_dump, and a JVM's jstack and
-       * attach): the dump chains to the handler it finds, so sampling there made every timer
-       * signal a thread dump (51 dumps for 51 samples, test/mx_adversarial_test.c). */
-      if (!vmt__prof_signal_usable(o->signal) || o->signal == SIGQUIT) return -EINVAL;
+      if (!vmt__prof_signal_usable(o->signal)) return -EINVAL;
       cfg->signo = o->signal;
     }
     if (o->flags & VMT_PROF_OPT_MODE) {
