@@ -117,14 +117,9 @@ static bool stack_allows_lines(vmt_os_symbolizer_t *s) {
   if (!s->stack_known || !pthread_equal(s->stack_thread, self)) {
     s->stack_thread = self;
     s->stack_known = true;
-    s->stack_lo = UINTPTR_MAX;
-    pthread_attr_t attr;
-    if (pthread_getattr_np(self, &attr) == 0) {
-      void *addr = NULL;
-      size_t size = 0;
-      if (pthread_attr_getstack(&attr, &addr, &size) == 0) s->stack_lo = (uintptr_t)addr;
-      pthread_attr_destroy(&attr);
-    }
+    uintptr_t hi = 0;
+    size_t guard = 0;
+    if (vmt_os_thread_stack(self, &s->stack_lo, &hi, &guard) != 0) s->stack_lo = UINTPTR_MAX;
   }
   uintptr_t here = (uintptr_t)__builtin_frame_address(0);
   return s->stack_lo != UINTPTR_MAX && here > s->stack_lo &&
