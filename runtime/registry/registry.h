@@ -217,7 +217,6 @@ struct vmt_thread {
    * offset the public poll reads (VMT_POLL_OFFSET, include/vmthread/vmservices.h). */
   _Atomic uint32_t exec;
   int64_t id;
-  _Atomic int32_t refs;
   vmt__thread_kind_t kind;
   _Atomic int32_t registry_state;    /* VMT__REG_*; registry.c, under its writer lock */
   _Atomic int state;                 /* vmt_thread_state_t */
@@ -255,6 +254,13 @@ struct vmt_thread {
    * reference in `refs`; the last release drops it. Kept apart from `refs` so that a user's
    * extra release is refused instead of dropping the running thread's own reference. */
   _Atomic int32_t user_refs;
+  /* References that keep the record from being reused (the thread's own, the registry's, a
+   * user's, and one per call in progress that names the thread: vmt__record_ref_if_live).
+   * Not in the first line: every request to a thread (a handshake, a suspend, a ThreadInfo)
+   * takes and drops one, and those two read-modify-writes on the line the thread's poll reads
+   * cost a running target a miss each, and its requester two (//bench:handshake,
+   * vmt_handshake_running). Only requesters write it while the thread runs. */
+  _Atomic int32_t refs;
   pthread_t pthread;                 /* started/internal threads: for join and detach */
   /* `pthread` is ours to join or detach: set once pthread_create succeeded, cleared by the join
    * (never set for an attached thread, whose pthread is not the runtime's). */

@@ -59,6 +59,9 @@ void vmt__exec_move_slow(vmt_thread_t *t, uint32_t to, _Atomic uint32_t *pass_wa
                   ((w & (VMT__EXEC_SUSPEND | VMT__EXEC_SAFEPOINT)) || vmt__sp_holds(t));
       uint32_t dest = stop ? VMT_EXEC_BLOCKED : to;
       if (vmt__exec_is_safe(dest)) keep &= ~VMT__EXEC_SAFEPOINT;
+      /* A poll that ran its operations and stays where it is: nothing to write. A CAS of the
+       * same value would still take the line from a requester reading it (a miss for both). */
+      if (!stop && (keep | dest) == w) return;
       if (!atomic_compare_exchange_strong_explicit(&t->exec, &w, keep | dest,
                                                    memory_order_seq_cst, memory_order_relaxed))
         continue;
