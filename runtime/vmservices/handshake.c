@@ -277,7 +277,10 @@ int vmt_handshake_run(vmt_thread_t *target, vmt_handshake_fn fn, void *arg, int6
   int64_t start = vmt_os_java_time_nanos();
   int64_t deadline = vmt__vms_deadline(timeout_ns);
   int saved = vmt__region_enter(self);
-  struct vmt__hs_node n = {.fn = fn, .arg = arg};
+  /* One line: the target (or a processor) reads fn and arg and writes the result and done,
+   * one miss for it and one for the requester's read of done, where a node across two lines
+   * would cost each of them one more. */
+  _Alignas(64) struct vmt__hs_node n = {.fn = fn, .arg = arg};
   int rc = vmt__hs_push(target, &n);
   if (rc == 0) rc = vmt__hs_wait(self, &n, deadline);
   if (rc == 0) rc = n.result;
