@@ -34,7 +34,8 @@
  * 10,000 idle threads carry p50_delta_us, the difference to 0 idle), vmt_stack_trace_{...}
  * (vmt_mx_get_thread_info with a one-frame walker, which runs inside a handshake),
  * vmt_suspend_ and vmt_resume_{running,parked,native} (bench "handshake.suspend", at 0 idle
- * and 0 running only), loop_vmt_poll and loop_vmt_poll_current. bench "handshake.safepoint":
+ * and 0 running only, beside futex_wake_sleeper: the waker's FUTEX_WAKE of a thread asleep
+ * for 50 us, the floor of a resume that finds its thread asleep), loop_vmt_poll and loop_vmt_poll_current. bench "handshake.safepoint":
  * empty safepoints and the deadlock scan at one, with 0, 1, 2 running threads (0 idle) and at
  * 1,000 and 10,000 idle (safepoint_config). docs/benchmarks.md has the method of each.
  *
@@ -46,12 +47,14 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -75,6 +78,7 @@ typedef struct hs_target {
   _Alignas(64) _Atomic uint64_t poll_word;  /* written by the requester */
   _Alignas(64) _Atomic uint64_t ack;        /* written by the target */
   _Atomic uint32_t state;                   /* STATE_*: written by both */
+  _Atomic uint32_t fword;                   /* futex_wake_sleeper: the futex word */
   _Atomic uint64_t progress;                /* running target: iterations / 1024 */
   _Atomic bool stop;
   _Atomic bool ready;
@@ -160,6 +164,36 @@ static int64_t request_safe_cas(hs_target_t *t) {
   /* (the operation would run here, with the target held in its safe state) */
   atomic_store(&t->state, STATE_SAFE);
   return vmtb_now_ns() - t0;
+}
+
+/* The floor of a resume: a FUTEX_WAKE, as the waker sees it, of a thread asleep on its word.
+ * The target sleeps in FUTEX_WAIT; the requester lets it sleep SLEEPER_NAP_NS (so that its CPU
+ * has gone idle, as a suspended thread's does) and times its one system call. A wake that
+ * found nobody in the kernel yet (it returns 0) is not a sample; the requester tries again. */
+#define SLEEPER_NAP_NS 50000
+static long futex_call(_Atomic uint32_t *w, int op, uint32_t val) {
+  return syscall(SYS_futex, (uint32_t *)w, op, val, NULL, NULL, 0);
+}
+
+static void futex_sleep(hs_target_t *t) {
+  atomic_store(&t->fword, 0);
+  atomic_store(&t->state, STATE_SAFE);
+  while (atomic_load(&t->fword) == 0) futex_call(&t->fword, FUTEX_WAIT_PRIVATE, 0);
+}
+
+static int64_t request_futex_wake(hs_target_t *t) {
+  for (;;) {
+    /* HELD below: a SAFE seen here is the target's next sleep, not the one just woken. */
+    while (atomic_load(&t->state) != STATE_SAFE) sched_yield();
+    atomic_store(&t->state, STATE_HELD);
+    struct timespec nap = {0, SLEEPER_NAP_NS};
+    nanosleep(&nap, NULL);
+    atomic_store(&t->fword, 1);
+    int64_t t0 = vmtb_now_ns();
+    long woken = futex_call(&t->fword, FUTEX_WAKE_PRIVATE, 1);
+    int64_t d = vmtb_now_ns() - t0;
+    if (woken == 1) return d;
+  }
 }
 
 /* ---- vmthread's rows ------------------------------------------------------------------- *
@@ -257,6 +291,7 @@ static const hs_variant_t HS_VARIANTS[] = {
      request_vmt_suspend},
     {"vmt_suspend_native", "handshake.suspend", HS_NATIVE, vmt_read_native,
      request_vmt_suspend},
+    {"futex_wake_sleeper", "handshake.suspend", HS_PARKED, futex_sleep, request_futex_wake},
     {"vmt_resume_running", "handshake.suspend", HS_RUNNING, vmt_spin_managed,
      request_vmt_resume},
     {"vmt_resume_parked", "handshake.suspend", HS_PARKED, vmt_park_managed, request_vmt_resume},
@@ -312,7 +347,11 @@ static void await_progress(hs_target_t *t) {
 
 static void target_halt(hs_target_t *t) {
   atomic_store(&t->stop, true);
-  if (t->kind == HS_PARKED) vmt_unpark(t->thread);
+  if (t->kind == HS_PARKED) {
+    vmt_unpark(t->thread);
+    atomic_store(&t->fword, 1);   /* futex_wake_sleeper's target */
+    futex_call(&t->fword, FUTEX_WAKE_PRIVATE, 1);
+  }
   if (t->kind == HS_NATIVE && write(t->pipe[1], "x", 1) != 1) die("write", errno);
   vmt_thread_join(t->thread, NULL);
   vmt_thread_release(t->thread);

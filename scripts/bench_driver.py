@@ -208,6 +208,11 @@ HEADLINE_RATIOS = [
     ("handshake: vmt_handshake_run to a running thread / poll-word round trip, p50",
      ("handshake", "vmt_handshake_running", "p50", QUIET),
      ("handshake", "poll_round_trip", "p50", QUIET), None, None, "#14"),
+    # A resume finds its thread asleep on its word: its floor is the kernel's wake of a
+    # sleeper, as the waker sees it (bench/handshake.c, futex_wake_sleeper).
+    ("resume: vmt_thread_resume of a running thread / FUTEX_WAKE of a sleeper, p50",
+     ("handshake.suspend", "vmt_resume_running", "p50", QUIET),
+     ("handshake.suspend", "futex_wake_sleeper", "p50", QUIET), None, None, "#14"),
     ("handshake: a loop with vmt_poll / without, p50",
      ("handshake.poll_cost", "loop_vmt_poll", "p50"),
      ("handshake.poll_cost", "loop_plain", "p50"), "<=", 1.01, "#14"),
