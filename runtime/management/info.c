@@ -339,7 +339,8 @@ int vmt__mx_thread_info(const vmt__snapshot_t *snap, vmt_thread_t *t, unsigned f
    * and waits, and the operation runs on one thread at a time, ordered by the handshake's
    * queue lock and completion. */
   info_request_t r = {.snap = snap, .flags = flags, .stacks = stacks, .pool = pool};
-  int rc = vmt_handshake_run(t, read_in_handshake, &r, VMT_MX_WALK_TIMEOUT_NS, NULL);
+  /* The snapshot keeps t's record from reuse: no reference per thread. */
+  int rc = vmt__hs_run_kept(t, read_in_handshake, &r, VMT_MX_WALK_TIMEOUT_NS, NULL);
   if (rc == 0) {
     *out = r.info;
     return r.rc;

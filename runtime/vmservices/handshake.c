@@ -263,24 +263,9 @@ int vmt__hs_wait(vmt_thread_t *self, struct vmt__hs_node *n, int64_t deadline) {
 
 static int check_timeout(int64_t timeout_ns) { return timeout_ns < 0 ? -EINVAL : 0; }
 
-int vmt_handshake_run(vmt_thread_t *target, vmt_handshake_fn fn, void *arg, int64_t timeout_ns,
-                      vmt_handshake_result_t *result) {
-  if (target == NULL || fn == NULL || check_timeout(timeout_ns)) return -EINVAL;
-  if (result) *result = (vmt_handshake_result_t){0};
-  vmt_thread_t *self = vmt__current;
-  if (target == self) {
-    run_fn(fn, self, arg);
-    if (result) {
-      result->by_target = true;
-      result->by_targets = 1;
-    }
-    return 0;
-  }
-  /* The target's queue line, which its last run of its queue wrote, is fetched for the push
-   * while the handle is checked (the checks read the poll word's line, another miss): a
-   * prefetch cannot fault, whatever the handle. */
-  __builtin_prefetch(&target->vms.queue_lock, 1, 3);
-  if (!vmt__record_ref_if_live(target)) return -EINVAL;
+/* The request itself, for a target whose record the caller keeps from reuse. */
+static int run_on(vmt_thread_t *self, vmt_thread_t *target, vmt_handshake_fn fn, void *arg,
+                  int64_t timeout_ns, vmt_handshake_result_t *result) {
   int64_t start = vmt_os_java_time_nanos();
   int64_t deadline = vmt__vms_deadline(timeout_ns);
   int saved = vmt__region_enter(self);
@@ -299,8 +284,47 @@ int vmt_handshake_run(vmt_thread_t *target, vmt_handshake_fn fn, void *arg, int6
   if (rc == -ETIMEDOUT && result)
     vmt__straggler_fill(&result->straggler, target, vmt_os_java_time_nanos() - start);
   vmt__region_leave(self, saved, NULL);
+  return rc;
+}
+
+static void run_own(vmt_thread_t *self, vmt_handshake_fn fn, void *arg,
+                    vmt_handshake_result_t *result) {
+  run_fn(fn, self, arg);
+  if (result) {
+    result->by_target = true;
+    result->by_targets = 1;
+  }
+}
+
+int vmt_handshake_run(vmt_thread_t *target, vmt_handshake_fn fn, void *arg, int64_t timeout_ns,
+                      vmt_handshake_result_t *result) {
+  if (target == NULL || fn == NULL || check_timeout(timeout_ns)) return -EINVAL;
+  if (result) *result = (vmt_handshake_result_t){0};
+  vmt_thread_t *self = vmt__current;
+  if (target == self) {
+    run_own(self, fn, arg, result);
+    return 0;
+  }
+  /* The target's queue line, which its last run of its queue wrote, is fetched for the push
+   * while the handle is checked (the checks read the poll word's line, another miss): a
+   * prefetch cannot fault, whatever the handle. */
+  __builtin_prefetch(&target->vms.queue_lock, 1, 3);
+  if (!vmt__record_ref_if_live(target)) return -EINVAL;
+  int rc = run_on(self, target, fn, arg, timeout_ns, result);
   vmt__record_unref(target);
   return rc;
+}
+
+int vmt__hs_run_kept(vmt_thread_t *target, vmt_handshake_fn fn, void *arg, int64_t timeout_ns,
+                     vmt_handshake_result_t *result) {
+  if (result) *result = (vmt_handshake_result_t){0};
+  vmt_thread_t *self = vmt__current;
+  if (target == self) {
+    run_own(self, fn, arg, result);
+    return 0;
+  }
+  __builtin_prefetch(&target->vms.queue_lock, 1, 3);
+  return run_on(self, target, fn, arg, timeout_ns, result);
 }
 
 int vmt_handshake_post(vmt_thread_t *target, vmt_handshake_fn fn, void *arg) {

@@ -110,6 +110,13 @@ static inline void vmt__region_leave(vmt_thread_t *t, int saved, _Atomic uint32_
   if (saved >= 0) vmt__exec_move(t, (uint32_t)saved, pass_wake);
 }
 
+/* vmt_handshake_run for a caller that already keeps target's record from reuse (it holds a
+ * registry snapshot that lists it, or a reference): no reference taken and dropped per call,
+ * two read-modify-writes less for each thread of a sweep (management's ThreadInfo with
+ * stacks). target is a valid record, fn non-NULL, timeout_ns >= 0. */
+int vmt__hs_run_kept(vmt_thread_t *target, vmt_handshake_fn fn, void *arg, int64_t timeout_ns,
+                     vmt_handshake_result_t *result);
+
 /* ---- Queries (management) -------------------------------------------------------------- */
 static inline int vmt__exec_state_of(const vmt_thread_t *t) {
   return (int)(atomic_load_explicit(&((vmt_thread_t *)t)->exec, memory_order_acquire) &
