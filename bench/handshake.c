@@ -178,7 +178,10 @@ static long futex_call(_Atomic uint32_t *w, int op, uint32_t val) {
 static void futex_sleep(hs_target_t *t) {
   atomic_store(&t->fword, 0);
   atomic_store(&t->state, STATE_SAFE);
-  while (atomic_load(&t->fword) == 0) futex_call(&t->fword, FUTEX_WAIT_PRIVATE, 0);
+  /* stop is read after the store above: a halt whose store of 1 that store overwrote has set
+   * stop before it (target_halt), so the target cannot sleep through it. */
+  while (atomic_load(&t->fword) == 0 && !atomic_load(&t->stop))
+    futex_call(&t->fword, FUTEX_WAIT_PRIVATE, 0);
 }
 
 static int64_t request_futex_wake(hs_target_t *t) {
