@@ -39,7 +39,6 @@ static struct {
   jmethodID lock_init;
   struct {
     jfieldID id, name, category, state, daemon, in_native, suspended, priority, tid,
-        cpu_time_ns, user_time_ns,
         elapsed_ns, blocked_count, blocked_time_ns, waited_count, waited_time_ns, lock,
         lock_owner_id, lock_owner_name, frame_functions, frame_files, frame_lines,
         locked_monitors, locked_synchronizers;
@@ -206,8 +205,6 @@ static jobject info_out(JNIEnv *env, const vmt_thread_info_t *info) {
   (*env)->SetBooleanField(env, o, J.f.suspended, info->suspended ? JNI_TRUE : JNI_FALSE);
   (*env)->SetIntField(env, o, J.f.priority, info->priority);
   (*env)->SetIntField(env, o, J.f.tid, (jint)info->tid);
-  (*env)->SetLongField(env, o, J.f.cpu_time_ns, info->cpu_time_ns);
-  (*env)->SetLongField(env, o, J.f.user_time_ns, info->user_time_ns);
   (*env)->SetLongField(env, o, J.f.elapsed_ns, info->elapsed_ns);
   (*env)->SetLongField(env, o, J.f.blocked_count, info->blocked_count);
   (*env)->SetLongField(env, o, J.f.blocked_time_ns, info->blocked_time_ns);
@@ -299,8 +296,6 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
   FIELD(J.info, J.f.suspended, "suspended", "Z");
   FIELD(J.info, J.f.priority, "priority", "I");
   FIELD(J.info, J.f.tid, "tid", "I");
-  FIELD(J.info, J.f.cpu_time_ns, "cpuTimeNs", "J");
-  FIELD(J.info, J.f.user_time_ns, "userTimeNs", "J");
   FIELD(J.info, J.f.elapsed_ns, "elapsedNs", "J");
   FIELD(J.info, J.f.blocked_count, "blockedCount", "J");
   FIELD(J.info, J.f.blocked_time_ns, "blockedTimeNs", "J");
@@ -380,6 +375,14 @@ NATIVE(jlongArray, allThreadIds)(JNIEnv *env, jclass cls) {
   return out;
 }
 
+/* The flags of the _ex calls for a Java ThreadInfo: the locks asked for, and no CPU times
+ * (java.lang.management.ThreadInfo has none; reading them is three clock reads per thread, most
+ * of what a ThreadInfo without stacks costs the C side: docs/management.md). */
+static uint32_t info_flags(jboolean locked_monitors, jboolean locked_synchronizers) {
+  return VMT_MX_INFO_NO_CPU_TIME | (locked_monitors ? VMT_MX_INFO_LOCKED_MONITORS : 0u) |
+         (locked_synchronizers ? VMT_MX_INFO_LOCKED_SYNCHRONIZERS : 0u);
+}
+
 NATIVE(jobjectArray, threadInfo)(JNIEnv *env, jclass cls, jlongArray ids_array,
                                  jboolean locked_monitors, jboolean locked_synchronizers,
                                  jint max_depth) {
@@ -388,11 +391,11 @@ NATIVE(jobjectArray, threadInfo)(JNIEnv *env, jclass cls, jlongArray ids_array,
   int64_t *ids = ids_in(env, ids_array, &n);
   if (ids == NULL) return NULL;
   vmt_thread_info_t **infos = NULL;
-  int rc = vmt_mx_get_thread_info_array(ids, n, locked_monitors, locked_synchronizers,
-                                        max_depth, &infos);
+  int rc = vmt_mx_get_thread_info_array_ex(ids, n, info_flags(locked_monitors,
+                                           locked_synchronizers), max_depth, &infos);
   free(ids);
   if (rc < 0) {
-    throw_rc(env, rc, "vmt_mx_get_thread_info_array");
+    throw_rc(env, rc, "vmt_mx_get_thread_info_array_ex");
     return NULL;
   }
   jobjectArray out = infos_out(env, infos, n);
@@ -405,9 +408,10 @@ NATIVE(jobjectArray, dumpAllThreads)(JNIEnv *env, jclass cls, jboolean locked_mo
   (void)cls;
   vmt_thread_info_t **infos = NULL;
   size_t n = 0;
-  int rc = vmt_mx_dump_all_threads(locked_monitors, locked_synchronizers, max_depth, &infos, &n);
+  int rc = vmt_mx_dump_all_threads_ex(info_flags(locked_monitors, locked_synchronizers),
+                                      max_depth, &infos, &n);
   if (rc < 0) {
-    throw_rc(env, rc, "vmt_mx_dump_all_threads");
+    throw_rc(env, rc, "vmt_mx_dump_all_threads_ex");
     return NULL;
   }
   jobjectArray out = infos_out(env, infos, n);
@@ -711,14 +715,14 @@ NATIVE(jobjectArray, categoryUsage)(JNIEnv *env, jclass cls) {
 
 NATIVE(jstring, threadCategory)(JNIEnv *env, jclass cls, jlong id) {
   (void)cls;
-  vmt_thread_info_t *info = NULL;
-  int rc = vmt_mx_get_thread_info(id, 0, &info);
+  int64_t ids[1] = {id};
+  vmt_thread_info_t **infos = NULL;
+  int rc = vmt_mx_get_thread_info_array_ex(ids, 1, VMT_MX_INFO_NO_CPU_TIME, 0, &infos);
   if (rc < 0) {
-    throw_rc(env, rc, "vmt_mx_get_thread_info");
+    throw_rc(env, rc, "vmt_mx_get_thread_info_array_ex");
     return NULL;
   }
-  if (info == NULL) return NULL;
-  jstring out = new_string(env, info->category);
-  vmt_mx_thread_info_free(info);
+  jstring out = infos[0] == NULL ? NULL : new_string(env, infos[0]->category);
+  vmt_mx_thread_info_array_free(infos, 1);
   return out;
 }

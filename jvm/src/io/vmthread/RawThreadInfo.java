@@ -1,6 +1,8 @@
 /*
  * RawThreadInfo: one vmt_thread_info_t copied field by field by the JNI bridge, before
- * ThreadInfos turns it into a java.lang.management.ThreadInfo. Times are in nanoseconds as the
+ * ThreadInfos turns it into a java.lang.management.ThreadInfo. Not its CPU and user times:
+ * ThreadInfo has no place for them, so the bridge asks the C side not to read them
+ * (VMT_MX_INFO_NO_CPU_TIME). Times are in nanoseconds as the
  * C API gives them; frames are parallel arrays (one JNI array per column instead of one object
  * per frame).
  */
@@ -16,8 +18,6 @@ final class RawThreadInfo {
   boolean suspended;         // its suspend count is > 0
   int priority;
   int tid;
-  long cpuTimeNs;
-  long userTimeNs;
   long elapsedNs;
   long blockedCount;
   long blockedTimeNs;        // -1 while contention monitoring is disabled
