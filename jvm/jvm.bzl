@@ -1,11 +1,13 @@
 """The JVM host's targets: the Java side (javac/jar from the installed JDK, see
-//third_party:jdk.bzl), the JNI bridge, and the test that runs a real JVM.
+//third_party:jdk.bzl), the JNI bridge, and the tests that run real JVMs: jvm_test_jdk<N> on
+each JDK found (JDKS: 17 and 25 here), and the suite jvm_test of them all. The jars and the
+bridge are built once, with JAVA_HOME's JDK, and run on every one.
 
-Everything is defined only when a JDK was found; otherwise only the test is, and it prints
+Everything is defined only when a JDK was found; otherwise only jvm_test is, and it prints
 that it is skipped. Bazel's java_* rules are not used: their toolchains are downloads.
 """
 
-load("@vmt_jdk//:defs.bzl", "HAVE_JDK", "JAVA_HOME")
+load("@vmt_jdk//:defs.bzl", "HAVE_JDK", "JAVA_HOME", "JDKS")
 load("//build:copts.bzl", "VMT_COPTS")
 
 # Class files for Java 17 (the oldest JDK with every ThreadMXBean method we implement);
@@ -95,7 +97,6 @@ def vmthread_jvm():
         "//scripts:install-lib",
         "test/native/guest_static.c",
     ]
-    args = ["--java-home=" + JAVA_HOME] if HAVE_JDK else ["--no-jdk"]
     if HAVE_JDK:
         _java_jar(
             name = "vmthread_jar",
@@ -133,8 +134,22 @@ def vmthread_jvm():
             ":vmthread-tests.jar",
             "test/native/vmthread_jni_test.c",
         ]
-    native.sh_test(
+    if not HAVE_JDK:
+        _jvm_test("jvm_test", ["--no-jdk"], test_data)
+        return
+    tests = []
+    for home, major in JDKS:
+        name = "jvm_test_jdk%d" % major
+        _jvm_test(name, ["--java-home=" + home], test_data)
+        tests.append(":" + name)
+    native.test_suite(
         name = "jvm_test",
+        tests = tests,
+    )
+
+def _jvm_test(name, args, data):
+    native.sh_test(
+        name = name,
         size = "medium",  # five JVMs (host, client, jcmd, jemalloc run), about 10 s here
         srcs = ["test/jvm_test.sh"],
         # Outside the sandbox, in the machine's PID namespace. HotSpot puts its attach socket at
@@ -150,5 +165,5 @@ def vmthread_jvm():
             "//build:tsan": ["--sanitizer=tsan"],
             "//conditions:default": [],
         }),
-        data = test_data,
+        data = data,
     )
