@@ -19,8 +19,11 @@
 #            application may hold) makes an MXBean proxy of VmThreadMXBean (ModulesTest);
 #   jemalloc the in-process tests once more with LD_PRELOAD=libjemalloc.so.2: allocated bytes
 #            are supported when jemalloc is the JVM's allocator, unsupported otherwise.
+#   native   a JVM without --enable-native-access: JDK 24+ warn at System.loadLibrary, older
+#            ones do not (every other JVM here gets the option where the JDK takes it, and a
+#            warning about it in any of them is a failure).
 # Each JVM prints one line per check and "N passed, M failed"; this script prints the total
-# over all of them as its own closing line.
+# over all of them as its own closing line. jvm.bzl runs it once per JDK found (--java-home).
 #
 # Usage (Bazel sh_test, from the runfiles tree):
 #   jvm_test.sh --java-home=DIR [--sanitizer=asan|tsan]
@@ -49,6 +52,17 @@ skip() {
   skip "no JDK found (install one, e.g. openjdk-17-jdk-headless, and rebuild)"
 [ "$sanitizer" != tsan ] ||
   skip "JVM tests do not run under --config=tsan (the JVM's own synchronization is not instrumented: TSan would report it as races)"
+
+# The JDK under test (jvm.bzl makes one target per JDK found), by its release file.
+major=$(sed -n 's/^JAVA_VERSION="\([0-9]*\).*/\1/p' "$java_home/release" 2>/dev/null)
+echo "JDK $major: $("$java_home/bin/java" -version 2>&1 | sed -n 2p)"
+# Every JVM gets --enable-native-access=ALL-UNNAMED where the JDK takes it (17 does, JEP 412's
+# option; 24+ warn at System.loadLibrary without it, JEP 472), as docs/embedding.md tells a
+# host to start its JVM: vmthread.jar and the tests' jar are on the class path, unnamed.
+native_access=()
+if "$java_home/bin/java" --enable-native-access=ALL-UNNAMED -version >/dev/null 2>&1; then
+  native_access=(--enable-native-access=ALL-UNNAMED)
+fi
 
 root=${TEST_TMPDIR:-$(mktemp -d)}
 export TMPDIR=$root
@@ -101,6 +115,12 @@ count_jvm() {  # count_jvm LABEL OUTPUT_FILE EXIT_CODE
   if grep -q "WARNING in native method\|FATAL ERROR in native method\|WARNING: JNI local refs" "$file"; then
     fail "[$label] -Xcheck:jni reported a JNI misuse"
   fi
+  # JDK 24+ (JEP 472) warns at the first System.loadLibrary of a class whose module has no
+  # native access: "WARNING: A restricted method in java.lang.System has been called", and
+  # says to use --enable-native-access. A host's command line must not make it do that.
+  if grep -q "^WARNING: A restricted method\|^WARNING: Use --enable-native-access" "$file"; then
+    fail "[$label] the JVM warned that native access is not enabled"
+  fi
   if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
     fail "[$label] the JVM exited with $rc"
   fi
@@ -113,7 +133,7 @@ java_cmd() {
   local envs=()
   while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
   shift
-  env -i "${envs[@]}" "$java_home/bin/java" -XX:-UsePerfData "$@"
+  env -i "${envs[@]}" "$java_home/bin/java" -XX:-UsePerfData "${native_access[@]}" "$@"
 }
 cp_host="$jar:jvm/vmthread-tests.jar"
 
@@ -239,6 +259,24 @@ java_cmd "${asan_env[@]}" -- -Xcheck:jni \
   --limit-modules java.base,java.management,jdk.management "${test_props[@]}" \
   -cp "$cp_host" io.vmthread.test.ModulesTest >"$root/modules.log" 2>&1
 count_jvm modules "$root/modules.log" $?
+
+# ---- native access: what --enable-native-access is for --------------------------------------
+# The same JVM without the option: JDK 24+ must warn with the text count_jvm looks for (so that
+# check cannot go blind if a JDK rewords it), an older JDK must not warn at all.
+env -i "${asan_env[@]}" "$java_home/bin/java" -XX:-UsePerfData -Xcheck:jni \
+  --limit-modules java.base,java.management,jdk.management "${test_props[@]}" \
+  -cp "$cp_host" io.vmthread.test.ModulesTest >"$root/native-access.log" 2>&1
+rc=$?
+if [ "${major:-0}" -ge 24 ]; then
+  check "without --enable-native-access, JDK $major warns at the bridge's System.loadLibrary" \
+    grep -q "^WARNING: A restricted method in java.lang.System has been called" \
+    "$root/native-access.log"
+else
+  check "without --enable-native-access, JDK $major does not warn (it restricts nothing JNI uses)" \
+    bash -c "! grep -q '^WARNING: A restricted method\|--enable-native-access' '$root/native-access.log'"
+fi
+check "and runs the bridge all the same (exit $rc, no FAIL)" \
+  bash -c "[ $rc -eq 0 ] && ! grep -q '^FAIL: ' '$root/native-access.log'"
 
 # ---- jemalloc: allocated bytes are supported when jemalloc is the allocator ----------------
 if [ "$sanitizer" != asan ]; then

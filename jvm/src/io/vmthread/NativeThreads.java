@@ -7,7 +7,9 @@
  * Loading: System.loadLibrary("vmthread_jni") from java.library.path, or the file named by the
  * system property io.vmthread.jni.library (an absolute path). The bridge links
  * libvmthread.so.0 dynamically, so it observes the same runtime as every other native library
- * in the process that uses vmthread.
+ * in the process that uses vmthread. Both calls are restricted methods from JDK 24 on (JEP
+ * 472): start the JVM with --enable-native-access=ALL-UNNAMED (this class is in the unnamed
+ * module of the class path), or the first load prints a warning (docs/embedding.md, section 6).
  */
 package io.vmthread;
 

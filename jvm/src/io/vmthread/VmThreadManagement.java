@@ -25,7 +25,10 @@ import javax.management.StandardMBean;
  * <p>The JNI bridge {@code libvmthread_jni.so} is loaded on first use, with
  * {@code System.loadLibrary("vmthread_jni")} from {@code java.library.path}, or from the file
  * named by the system property {@code io.vmthread.jni.library}. It needs
- * {@code libvmthread.so.0} next to it and no environment.
+ * {@code libvmthread.so.0} next to it and no environment. From JDK 24 on, loading a native
+ * library is a restricted operation: start the JVM with
+ * {@code --enable-native-access=ALL-UNNAMED} (JDK 17 accepts it too), or the load prints a
+ * warning.
  */
 public final class VmThreadManagement {
   /** The ObjectName {@link #register()} uses. */
