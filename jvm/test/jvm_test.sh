@@ -19,6 +19,8 @@
 #            application may hold) makes an MXBean proxy of VmThreadMXBean (ModulesTest);
 #   jemalloc the in-process tests once more with LD_PRELOAD=libjemalloc.so.2: allocated bytes
 #            are supported when jemalloc is the JVM's allocator, unsupported otherwise.
+#   oom      a JVM with a 16 MB heap that it fills before each call of the bean (OomTest):
+#            OutOfMemoryError or an answer, and full answers once there is memory again;
 #   native   a JVM without --enable-native-access: JDK 24+ warn at System.loadLibrary, older
 #            ones do not (every other JVM here gets the option where the JDK takes it, and a
 #            warning about it in any of them is a failure).
@@ -259,6 +261,11 @@ java_cmd "${asan_env[@]}" -- -Xcheck:jni \
   --limit-modules java.base,java.management,jdk.management "${test_props[@]}" \
   -cp "$cp_host" io.vmthread.test.ModulesTest >"$root/modules.log" 2>&1
 count_jvm modules "$root/modules.log" $?
+
+# ---- oom: the bean in a JVM whose heap runs out during its calls (OomTest) -----------------
+java_cmd "${asan_env[@]}" -- -Xcheck:jni -Xmx16m -XX:+UseSerialGC "${test_props[@]}" \
+  -cp "$cp_host" io.vmthread.test.OomTest >"$root/oom.log" 2>&1
+count_jvm oom "$root/oom.log" $?
 
 # ---- native access: what --enable-native-access is for --------------------------------------
 # The same JVM without the option: JDK 24+ must warn with the text count_jvm looks for (so that

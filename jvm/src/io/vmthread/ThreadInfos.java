@@ -34,6 +34,7 @@ import java.util.HashMap;
 import java.util.Map;
 import javax.management.JMException;
 import javax.management.ObjectName;
+import javax.management.RuntimeErrorException;
 import javax.management.openmbean.ArrayType;
 import javax.management.openmbean.CompositeData;
 import javax.management.openmbean.CompositeDataSupport;
@@ -47,27 +48,48 @@ final class ThreadInfos {
 
   private static final Thread.State[] STATES = Thread.State.values();
 
-  /** The JDK's own ThreadInfo CompositeType and its nested types, found once. */
+  /**
+   * The JDK's own ThreadInfo CompositeType and its nested types, found at the first ThreadInfo
+   * built and kept from then on. Not in a static initializer: one that fails (the platform
+   * bean's answer is an allocation like any other, and the heap may be full at that moment)
+   * leaves the class unusable for good: every later call would throw NoClassDefFoundError
+   * "Could not initialize class" instead of answering once there is memory again. A failed
+   * read here throws what failed (OutOfMemoryError) and the next call reads again
+   * (jvm/test/io/vmthread/test/OomTest.java).
+   */
   private static final class Types {
-    static final CompositeType THREAD_INFO;
-    static final CompositeType STACK_FRAME;
-    static final CompositeType LOCK_INFO;
-    static final CompositeType MONITOR_INFO;
-    static final CompositeType SYNCHRONIZER;
+    final CompositeType threadInfo;
+    final CompositeType stackFrame;
+    final CompositeType lockInfo;
+    final CompositeType monitorInfo;
+    final CompositeType synchronizer;
 
-    static {
+    private static volatile Types found;
+
+    static Types get() {
+      Types t = found;
+      if (t == null) {
+        t = new Types();  // two threads may both read it: the same types, either one is kept
+        found = t;
+      }
+      return t;
+    }
+
+    private Types() {
       try {
         CompositeData sample = (CompositeData) ManagementFactory.getPlatformMBeanServer().invoke(
             new ObjectName(ManagementFactory.THREAD_MXBEAN_NAME), "getThreadInfo",
             new Object[] {Thread.currentThread().getId()}, new String[] {"long"});
-        THREAD_INFO = sample.getCompositeType();
+        threadInfo = sample.getCompositeType();
+      } catch (RuntimeErrorException e) {
+        throw e.getTargetError();  // an Error of the platform bean's (OutOfMemoryError)
       } catch (JMException e) {
         throw new IllegalStateException("cannot read the JDK's ThreadInfo CompositeType", e);
       }
-      STACK_FRAME = elementType(THREAD_INFO, "stackTrace");
-      LOCK_INFO = (CompositeType) THREAD_INFO.getType("lockInfo");
-      MONITOR_INFO = elementType(THREAD_INFO, "lockedMonitors");
-      SYNCHRONIZER = elementType(THREAD_INFO, "lockedSynchronizers");
+      stackFrame = elementType(threadInfo, "stackTrace");
+      lockInfo = (CompositeType) threadInfo.getType("lockInfo");
+      monitorInfo = elementType(threadInfo, "lockedMonitors");
+      synchronizer = elementType(threadInfo, "lockedSynchronizers");
     }
 
     private static CompositeType elementType(CompositeType type, String item) {
@@ -88,6 +110,7 @@ final class ThreadInfos {
   }
 
   static CompositeData toCompositeData(RawThreadInfo raw) {
+    Types types = Types.get();
     Map<String, Object> v = new HashMap<>();
     v.put("threadId", raw.id);
     v.put("threadName", raw.name);
@@ -97,36 +120,36 @@ final class ThreadInfos {
     v.put("blockedTime", nanosToMillis(raw.blockedTimeNs));
     v.put("waitedCount", raw.waitedCount);
     v.put("waitedTime", nanosToMillis(raw.waitedTimeNs));
-    v.put("lockInfo", raw.lock == null ? null : lock(Types.LOCK_INFO, raw.lock));
+    v.put("lockInfo", raw.lock == null ? null : lock(types.lockInfo, raw.lock));
     v.put("lockName", raw.lock == null ? null
         : userName(raw.lock) + "@" + Integer.toHexString(raw.lock.identityHash));
     v.put("lockOwnerId", raw.lockOwnerId);
     v.put("lockOwnerName", raw.lockOwnerName);
-    CompositeData[] frames = frames(raw);
+    CompositeData[] frames = frames(types, raw);
     v.put("stackTrace", frames);
     v.put("suspended", raw.suspended);
     v.put("inNative", raw.inNative);
-    v.put("lockedMonitors", monitors(raw, frames));
-    v.put("lockedSynchronizers", locks(Types.SYNCHRONIZER, raw.lockedSynchronizers));
+    v.put("lockedMonitors", monitors(types, raw, frames));
+    v.put("lockedSynchronizers", locks(types.synchronizer, raw.lockedSynchronizers));
     v.put("daemon", raw.daemon);
     v.put("priority", raw.priority);
-    return composite(Types.THREAD_INFO, v);
+    return composite(types.threadInfo, v);
   }
 
   private static long nanosToMillis(long ns) {
     return ns < 0 ? -1 : ns / 1_000_000L;
   }
 
-  private static CompositeData[] frames(RawThreadInfo raw) {
+  private static CompositeData[] frames(Types types, RawThreadInfo raw) {
     int n = raw.frameFunctions == null ? 0 : raw.frameFunctions.length;
     CompositeData[] out = new CompositeData[n];
     for (int i = 0; i < n; i++) {
-      out[i] = frame(raw.frameFunctions[i], raw.frameFiles[i], raw.frameLines[i]);
+      out[i] = frame(types, raw.frameFunctions[i], raw.frameFiles[i], raw.frameLines[i]);
     }
     return out;
   }
 
-  private static CompositeData frame(String function, String file, int line) {
+  private static CompositeData frame(Types types, String function, String file, int line) {
     String fn = function == null || function.isEmpty() ? "??" : function;
     int dot = fn.lastIndexOf('.');
     boolean vmMethod = dot > 0 && dot < fn.length() - 1;
@@ -142,7 +165,7 @@ final class ThreadInfos {
     v.put("classLoaderName", null);
     v.put("moduleName", null);
     v.put("moduleVersion", null);
-    return composite(Types.STACK_FRAME, v);
+    return composite(types.stackFrame, v);
   }
 
   /** The VM's name for the lock: the C display name "name@hexid" without its identity. */
@@ -170,7 +193,8 @@ final class ThreadInfos {
     return out;
   }
 
-  private static CompositeData[] monitors(RawThreadInfo raw, CompositeData[] frames) {
+  private static CompositeData[] monitors(Types types, RawThreadInfo raw,
+      CompositeData[] frames) {
     if (raw.lockedMonitors == null) {
       return new CompositeData[0];
     }
@@ -185,7 +209,7 @@ final class ThreadInfos {
       v.put("identityHashCode", m.identityHash);
       v.put("lockedStackDepth", known ? m.stackDepth : -1);
       v.put("lockedStackFrame", known ? frames[m.stackDepth] : null);
-      out[i] = composite(Types.MONITOR_INFO, v);
+      out[i] = composite(types.monitorInfo, v);
     }
     return out;
   }
