@@ -19,8 +19,9 @@
 #            application may hold) makes an MXBean proxy of VmThreadMXBean (ModulesTest);
 #   jemalloc the in-process tests once more with LD_PRELOAD=libjemalloc.so.2: allocated bytes
 #            are supported when jemalloc is the JVM's allocator, unsupported otherwise.
-#   oom      a JVM with a 16 MB heap that it fills before each call of the bean (OomTest):
-#            OutOfMemoryError or an answer, and full answers once there is memory again;
+#   oom      a JVM with a 16 MB heap (OomTest): the bean's first ThreadInfo fails and the
+#            next answers; then the heap is filled before each call: OutOfMemoryError or an
+#            answer, and full answers once there is memory again;
 #   native   a JVM without --enable-native-access: JDK 24+ warn at System.loadLibrary, older
 #            ones do not (every other JVM here gets the option where the JDK takes it, and a
 #            warning about it in any of them is a failure).

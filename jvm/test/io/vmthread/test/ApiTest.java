@@ -5,7 +5,9 @@
  * id <= 0 or a negative depth with HotSpot's own messages (compared with this JVM's
  * java.lang:type=Threading bean, call for call), NullPointerException for a null array,
  * UnsupportedOperationException for what the runtime says it cannot do (each optional
- * capability is exercised in whichever branch this runtime is in, and that branch is checked).
+ * capability is exercised in whichever branch this runtime is in, and that branch is checked),
+ * and, call for call against that bean again, the answers of OpenJDK's ThreadMXBean tests for
+ * empty arrays, duplicate and unknown ids, huge depths and disabled CPU time.
  */
 package io.vmthread.test;
 
@@ -37,6 +39,7 @@ final class ApiTest {
       long[] pairIds = TestNatives.workerIds(pair);
       threadInfo(mx, ids);
       nullIdsAsHotSpot(mx);
+      answersAsHotSpot(mx, ids[0]);
       stackWalker(mx, ids);
       contention(mx, pairIds[0], pairIds[1]);
       cpuTime(mx, ids[0]);
@@ -128,6 +131,130 @@ final class ApiTest {
       java.util.Arrays.sort(dumped);
       Check.equal(listed, dumped, "getThreadInfo(null, " + locks + ", " + locks
           + ") gives every runtime thread, as dumpAllThreads");
+    }
+  }
+
+  /** A call of ThreadMXBean's that answers, made on both beans with a live id of each. */
+  interface Answer {
+    Object call(com.sun.management.ThreadMXBean bean, long live) throws Exception;
+  }
+
+  /** What a call answered, with the bean's live id written "live": null entries, lengths,
+   *  ids and -1 as they are, a non-negative time as ">=0". */
+  private static String shape(Object o, long live) {
+    if (o instanceof ThreadInfo[]) {
+      StringBuilder b = new StringBuilder("[");
+      for (ThreadInfo t : (ThreadInfo[]) o) {
+        b.append(t == null ? "null" : t.getThreadId() == live ? "live" : "other").append(' ');
+      }
+      return b.append(']').toString();
+    }
+    if (o instanceof long[]) {
+      StringBuilder b = new StringBuilder("[");
+      for (long v : (long[]) o) {
+        b.append(v < 0 ? Long.toString(v) : ">=0").append(' ');
+      }
+      return b.append(']').toString();
+    }
+    if (o instanceof Long) {
+      long v = (Long) o;
+      return v < 0 ? Long.toString(v) : ">=0";
+    }
+    return String.valueOf(o);
+  }
+
+  private static String answer(Answer a, com.sun.management.ThreadMXBean bean, long live) {
+    try {
+      return shape(a.call(bean, live), live);
+    } catch (Throwable t) {
+      return t.getClass().getName() + ": " + t.getMessage();
+    }
+  }
+
+  /** The answers of HotSpot's ThreadMXBean tests (ThreadInfoArray, ThreadCpuTimeArray,
+   *  ThreadCpuTime, ResetPeakThreads...) for empty arrays, duplicate and unknown ids, huge
+   *  depths and disabled CPU time, from both beans: HotSpot's with a live Java thread, ours with
+   *  a live runtime thread (ids written "live"). */
+  private static void answersAsHotSpot(VmThreadMXBean mx, long live) throws Exception {
+    com.sun.management.ThreadMXBean hotspot =
+        (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+    Thread sleeper = new Thread(() -> {
+      try {
+        Thread.sleep(Long.MAX_VALUE);
+      } catch (InterruptedException e) {
+        // done
+      }
+    }, "api-test-sleeper");
+    sleeper.setDaemon(true);
+    sleeper.start();
+    long javaLive = sleeper.getId();
+    String[] names = {
+        "getThreadInfo({}, 0)", "getThreadInfo({}, true, true)",
+        "getThreadInfo({}, true, true, 0)", "getThreadCpuTime({})", "getThreadUserTime({})",
+        "getThreadInfo({live, live})", "getThreadInfo({live, live}, MAX)",
+        "getThreadInfo({live, unknown, live}, true, true, MAX)",
+        "getThreadInfo({unknown, live}, true, true)", "getThreadInfo(live, MAX)",
+        "getThreadInfo(live, MAX - 1)", "getThreadCpuTime({unknown, unknown})",
+        "getThreadCpuTime({live, unknown, live})", "getThreadUserTime(unknown)",
+        "resetPeakThreadCount: peak = live count", "findDeadlockedThreads()",
+        "findMonitorDeadlockedThreads()",
+        "CPU time off: getThreadCpuTime(live)", "CPU time off: getThreadUserTime(live)",
+        "CPU time off: getThreadCpuTime({live, live})",
+        "CPU time off: getThreadUserTime({live, unknown})",
+        "CPU time off: getCurrentThreadCpuTime()", "CPU time off: getCurrentThreadUserTime()",
+    };
+    Answer[] calls = {
+        (b, id) -> b.getThreadInfo(new long[0], 0),
+        (b, id) -> b.getThreadInfo(new long[0], true, true),
+        (b, id) -> b.getThreadInfo(new long[0], true, true, 0),
+        (b, id) -> b.getThreadCpuTime(new long[0]),
+        (b, id) -> b.getThreadUserTime(new long[0]),
+        (b, id) -> b.getThreadInfo(new long[] {id, id}),
+        (b, id) -> b.getThreadInfo(new long[] {id, id}, Integer.MAX_VALUE),
+        (b, id) -> b.getThreadInfo(new long[] {id, UNKNOWN, id}, true, true, Integer.MAX_VALUE),
+        (b, id) -> b.getThreadInfo(new long[] {UNKNOWN, id}, true, true),
+        (b, id) -> new ThreadInfo[] {b.getThreadInfo(id, Integer.MAX_VALUE)},
+        (b, id) -> new ThreadInfo[] {b.getThreadInfo(id, Integer.MAX_VALUE - 1)},
+        (b, id) -> b.getThreadCpuTime(new long[] {UNKNOWN, UNKNOWN}),
+        (b, id) -> b.getThreadCpuTime(new long[] {id, UNKNOWN, id}),
+        (b, id) -> b.getThreadUserTime(UNKNOWN),
+        (b, id) -> {
+          b.resetPeakThreadCount();
+          return b.getPeakThreadCount() == b.getThreadCount();
+        },
+        (b, id) -> b.findDeadlockedThreads(),
+        (b, id) -> b.findMonitorDeadlockedThreads(),
+        (b, id) -> b.getThreadCpuTime(id),
+        (b, id) -> b.getThreadUserTime(id),
+        (b, id) -> b.getThreadCpuTime(new long[] {id, id}),
+        (b, id) -> b.getThreadUserTime(new long[] {id, UNKNOWN}),
+        (b, id) -> b.getCurrentThreadCpuTime(),
+        (b, id) -> b.getCurrentThreadUserTime(),
+    };
+    int cpuOff = 17;  // from here on, with CPU time measurement disabled on both beans
+    boolean measured = mx.isThreadCpuTimeSupported() && hotspot.isThreadCpuTimeSupported();
+    boolean hotspotWas = hotspot.isThreadCpuTimeEnabled();
+    boolean ourWas = mx.isThreadCpuTimeEnabled();
+    try {
+      for (int i = 0; i < calls.length; i++) {
+        if (i == cpuOff) {
+          if (!measured) {
+            break;
+          }
+          hotspot.setThreadCpuTimeEnabled(false);
+          mx.setThreadCpuTimeEnabled(false);
+        }
+        String want = answer(calls[i], hotspot, javaLive);
+        String got = answer(calls[i], mx, live);
+        Check.equal(want, got, names[i] + ": as HotSpot's bean");
+      }
+    } finally {
+      if (measured) {
+        hotspot.setThreadCpuTimeEnabled(hotspotWas);
+        mx.setThreadCpuTimeEnabled(ourWas);
+      }
+      sleeper.interrupt();
+      sleeper.join();
     }
   }
 

@@ -52,5 +52,22 @@ final class BadCalls {
           b -> b.getThreadAllocatedBytes(new long[] {2, 0})),
       new Bad("getThreadInfo((long[]) null)", b -> b.getThreadInfo((long[]) null)),
       new Bad("getThreadCpuTime((long[]) null)", b -> b.getThreadCpuTime((long[]) null)),
+      // Null and empty arrays against the other checks: which comes first.
+      new Bad("getThreadInfo((long[]) null, 0)", b -> b.getThreadInfo((long[]) null, 0)),
+      new Bad("getThreadInfo((long[]) null, -1)", b -> b.getThreadInfo((long[]) null, -1)),
+      new Bad("getThreadInfo((long[]) null, false, false, 0)",
+          b -> b.getThreadInfo((long[]) null, false, false, 0)),
+      new Bad("getThreadInfo((long[]) null, true, true, -1)",
+          b -> b.getThreadInfo((long[]) null, true, true, -1)),
+      new Bad("getThreadInfo({}, -1)", b -> b.getThreadInfo(new long[0], -1)),
+      new Bad("getThreadInfo({}, false, false, -1)",
+          b -> b.getThreadInfo(new long[0], false, false, -1)),
+      new Bad("getThreadUserTime((long[]) null)", b -> b.getThreadUserTime((long[]) null)),
+      new Bad("getThreadAllocatedBytes((long[]) null)",
+          b -> b.getThreadAllocatedBytes((long[]) null)),
+      new Bad("getThreadCpuTime({Long.MIN_VALUE})",
+          b -> b.getThreadCpuTime(new long[] {Long.MIN_VALUE})),
+      new Bad("getThreadInfo(Long.MIN_VALUE, Integer.MAX_VALUE)",
+          b -> b.getThreadInfo(Long.MIN_VALUE, Integer.MAX_VALUE)),
   };
 }
