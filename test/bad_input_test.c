@@ -921,6 +921,7 @@ static void vms_functions(void **state) {
         vmt_thread_suspend(e, VMT_SUSPEND_VM, 0, &sg));
   value_is("vmt_thread_suspend_count", "exited thread, after the refused suspend", 0,
            vmt_thread_suspend_count(e));
+  rc_is("vmt_thread_resume", "exited thread", -ESRCH, vmt_thread_resume(e, VMT_SUSPEND_VM));
   assert_int_equal(vmt_thread_release(e), 0);
   rc_is("vmt_exec_state", "released handle", -EINVAL, vmt_exec_state(e));
   ptr_is_null("vmt_poll_word", "released handle", vmt_poll_word(e));

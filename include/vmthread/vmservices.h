@@ -207,17 +207,23 @@ typedef enum vmt_suspend_reason {
  * the caller: it then waits until resumed (from native code it goes on, and stops when it
  * next tries to enter managed code). straggler may be NULL. Errors: -EINVAL (NULL or released
  * handle, reason out of range, timeout_ns < 0), -EDEADLK (the caller is suspended), -ESRCH
- * (exited), -ETIMEDOUT (the count is taken back), -EOVERFLOW (the count for reason, or the
- * total over all reasons, at INT32_MAX). */
+ * (not alive: exited, or exiting, i.e. past its exit hooks and TLS destructors, where it
+ * reaches no point it could stop at; no count is left then, JVMTI's THREAD_NOT_ALIVE),
+ * -ETIMEDOUT (the count is taken back), -EOVERFLOW (the count for reason, or the total over
+ * all reasons, at INT32_MAX). A thread suspended before it is exiting (in an exit hook, say)
+ * stops there and does not exit until resumed. */
 VMT_EXPORT int vmt_thread_suspend(vmt_thread_t *t, vmt_suspend_reason_t reason,
                                   int64_t timeout_ns, vmt_straggler_t *straggler);
 /* Takes one off t's count for reason; the last one lets t go. -EINVAL when that count is 0
- * (a resume without its suspend) or for a bad handle or reason. Never waits. */
+ * (a resume without its suspend) or for a bad handle or reason, -ESRCH when t is exiting or
+ * has exited (its counts went with it). Never waits. */
 VMT_EXPORT int vmt_thread_resume(vmt_thread_t *t, vmt_suspend_reason_t reason);
-/* t's total suspend count over all reasons (>= 0), -EINVAL for a bad handle. */
+/* t's total suspend count over all reasons (>= 0; 0 once t is exiting, and for good), -EINVAL
+ * for a bad handle. */
 VMT_EXPORT int vmt_thread_suspend_count(const vmt_thread_t *t);
 /* Suspends every started and attached thread but the caller, for reason; returns once all
- * are safe. On -ETIMEDOUT every count taken is taken back. Errors as vmt_thread_suspend.
+ * are safe. On -ETIMEDOUT every count taken is taken back. Threads that are exiting are
+ * skipped (one that becomes exiting before it stops is too). Errors as vmt_thread_suspend.
  * "Every" is the threads listed when the call walks the registry: a thread that starts or
  * attaches after that walk (one a thread started just before, a foreign thread's attach) is not
  * suspended and runs (ART's SuspendAll counts such threads in with a global count; this call

@@ -110,6 +110,9 @@ struct vmt__thread_vms {
   int32_t ops_depth;                        /* owner only: > 0 while it runs its own ops */
   _Atomic int32_t suspend_total;            /* sum of suspend_counts, readable by anyone */
   int32_t suspend_counts[VMT__SUSPEND_REASONS];   /* under the suspension lock */
+  bool exiting;                             /* under the suspension lock: past the last point
+                                               its exit can stop at; no suspension from then
+                                               (suspend.c, vmt__vms_thread_exiting) */
   _Atomic int64_t last_safe_ns;             /* vmt_os_elapsed_nanos() at its last slow-path
                                                safe point (poll, transition); 0 = never */
   struct vmt_thread *sp_next;               /* the safepoint coordinator's list of armed

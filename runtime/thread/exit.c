@@ -10,6 +10,9 @@
  *  0. The VM's exit hooks (hooks.c, JVMTI's ThreadEnd), then the TLS slots' destructors
  *     (tls.c), on the thread itself while it is still current,
  *     RUNNABLE and listed, holding its locks: a destructor is VM code that may use the runtime.
+ *     Then the thread is exiting for the VM services (vmt__vms_thread_exiting: back in VM
+ *     code, it waits there if suspended; from then no suspension takes, since it will reach
+ *     no safe point it could stop at, HotSpot's _thread_exiting).
  *     Then the locks the thread still holds are released (vmt__monitor_thread_end): their
  *     waiters must not wait for a thread that is gone, nor for the next thread to reuse this
  *     record. A detach is no end: the thread may still be inside them, so it keeps them, and
@@ -47,6 +50,7 @@ void vmt__thread_finish(vmt_thread_t *t, bool goes_on) {
   (void)vmt__fault_hit(VMT__FAULT_THREAD_EXITING);   /* a hook point only */
   vmt__hooks_run(t, false);
   vmt__tls_thread_end(t);
+  vmt__vms_thread_exiting(t);   /* no longer alive for suspension */
   bool kept = goes_on && vmt__monitor_keep(t);
   if (!kept) vmt__monitor_thread_end(t);
   vmt__thread_set_terminated(t);   /* and its hot cell unlisted */

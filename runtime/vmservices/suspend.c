@@ -12,6 +12,17 @@
  *   and then stops there itself (BLOCKED, waiting on its own word), so when the handshake
  *   returns the target will not run managed code again until resumed.
  * Resume clears SUSPEND with the last count and wakes the thread only if it sleeps on its word.
+ *
+ * Exit (HotSpot's "careful dance between thread suspension and exit", JavaThread::exit). Past
+ * its exit hooks and TLS destructors a thread runs only the runtime's bookkeeping: it reaches
+ * no poll and no transition out of a safe state where it could stop, and its one last
+ * processing of operations (vmt__vms_thread_exit_end) cannot hold it. So there, in VM code, it
+ * marks itself exiting under the suspension lock and drops its counts: those are suspends whose
+ * no-op operation it has not run yet (any earlier one holds it: it can leave neither a safe
+ * state nor a poll while counted). Their requesters find the mark once the operation has run
+ * and answer -ESRCH without a count to take back; later suspends and resumes answer -ESRCH at
+ * once. A thread that a hook left in a safe state goes back into VM code first, which waits
+ * while it is suspended (it is still alive there).
  */
 #include <stdlib.h>
 
@@ -75,12 +86,15 @@ int vmt_thread_suspend(vmt_thread_t *t, vmt_suspend_reason_t reason, int64_t tim
   vmt_os_futex_lock(&vmt__suspend_lock);
   int rc = 0;
   uint32_t w = 0;
-  if (t != self && self_suspended(self))
+  bool counted = false, waited = false;
+  if (t->vms.exiting)
+    rc = -ESRCH;
+  else if (t != self && self_suspended(self))
     rc = -EDEADLK;
   else if (count_full(t, reason))
     rc = -EOVERFLOW;
   else
-    w = count_up(t, reason);
+    w = count_up(t, reason), counted = true;
   vmt_os_futex_unlock(&vmt__suspend_lock);
   uint32_t state = w & VMT__EXEC_STATE_MASK;
   if (rc == 0 && state == VMT_EXEC_EXITED) rc = -ESRCH;
@@ -91,10 +105,17 @@ int vmt_thread_suspend(vmt_thread_t *t, vmt_suspend_reason_t reason, int64_t tim
     vmt_handshake_result_t res;
     rc = vmt_handshake_run(t, noop, NULL, timeout_ns, &res);
     if (rc == -ETIMEDOUT && straggler) *straggler = res.straggler;
+    waited = true;
   }
-  if (rc == -ESRCH || rc == -ETIMEDOUT) {
+  if (counted && (rc != 0 || waited)) {
+    /* Unless the thread became exiting while we waited for it (it dropped the count: no
+     * stop is coming), the count stays on success and is taken back on failure. A count taken
+     * while the thread was safe needs no look: it holds the thread before it can exit. */
     vmt_os_futex_lock(&vmt__suspend_lock);
-    count_down(t, reason);
+    if (t->vms.exiting)
+      rc = -ESRCH;
+    else if (rc != 0)
+      count_down(t, reason);
     vmt_os_futex_unlock(&vmt__suspend_lock);
   }
   vmt__record_unref(t);
@@ -105,7 +126,9 @@ int vmt_thread_resume(vmt_thread_t *t, vmt_suspend_reason_t reason) {
   if (t == NULL || !reason_ok(reason) || !vmt__record_ref_if_live(t)) return -EINVAL;
   int rc = 0;
   vmt_os_futex_lock(&vmt__suspend_lock);
-  if (t->vms.suspend_counts[reason] <= 0)
+  if (t->vms.exiting)
+    rc = -ESRCH;
+  else if (t->vms.suspend_counts[reason] <= 0)
     rc = -EINVAL;
   else
     count_down(t, reason);
@@ -143,7 +166,7 @@ int vmt_thread_suspend_all(vmt_suspend_reason_t reason, int64_t timeout_ns,
   if (self_suspended(self)) rc = -EDEADLK;
   for (size_t i = 0; rc == 0 && i < snap->count; i++) {
     vmt_thread_t *t = snap->threads[i];
-    if (t == self || !vmt__thread_is_listed(t)) continue;
+    if (t == self || !vmt__thread_is_listed(t) || t->vms.exiting) continue;
     if (count_full(t, reason)) {
       rc = -EOVERFLOW;
       break;
@@ -161,8 +184,10 @@ int vmt_thread_suspend_all(vmt_suspend_reason_t reason, int64_t timeout_ns,
     if (rc == -ETIMEDOUT && straggler) *straggler = res.straggler;
   }
   if (rc != 0) {
+    /* Those that became exiting meanwhile dropped their counts themselves. */
     vmt_os_futex_lock(&vmt__suspend_lock);
-    for (size_t i = 0; i < c; i++) count_down(counted[i], reason);
+    for (size_t i = 0; i < c; i++)
+      if (!counted[i]->vms.exiting) count_down(counted[i], reason);
     vmt_os_futex_unlock(&vmt__suspend_lock);
   }
   free(nodes);
@@ -187,4 +212,14 @@ int vmt_thread_resume_all(vmt_suspend_reason_t reason) {
   vmt_os_futex_unlock(&vmt__suspend_lock);
   vmt__registry_release(snap);
   return resumed;
+}
+
+void vmt__vms_thread_exiting(vmt_thread_t *t) {
+  if (vmt__exec_is_safe((uint32_t)vmt__exec_state_of(t))) vmt__exec_move(t, VMT_EXEC_VM, NULL);
+  vmt_os_futex_lock(&vmt__suspend_lock);
+  t->vms.exiting = true;
+  for (int i = 0; i < VMT_SUSPEND_REASON_COUNT; i++) t->vms.suspend_counts[i] = 0;
+  atomic_store_explicit(&t->vms.suspend_total, 0, memory_order_release);
+  atomic_fetch_and_explicit(&t->exec, ~VMT__EXEC_SUSPEND, memory_order_seq_cst);
+  vmt_os_futex_unlock(&vmt__suspend_lock);
 }

@@ -132,6 +132,12 @@ static inline bool vmt__is_suspended(const vmt_thread_t *t) {
  * end: once TERMINATED, before it leaves the registry; the thread runs what was queued
  * meanwhile and becomes EXITED: from then a request answers -ESRCH. */
 void vmt__vms_thread_exit_begin(vmt_thread_t *t);
+/* exiting: after the exit hooks and TLS destructors (the last code of the VM's that the thread
+ * runs), before the monitors are released; back in VM code if they left it in a safe state (a
+ * suspension taken there holds it here), then no longer alive for suspension: its counts (of
+ * suspends still waiting for it) are dropped, and later suspends and resumes answer -ESRCH
+ * (HotSpot's set_terminated(_thread_exiting), suspend.c). */
+void vmt__vms_thread_exiting(vmt_thread_t *t);
 void vmt__vms_thread_exit_end(vmt_thread_t *t);
 /* A foreign thread has just become t (vmt_thread_attach, right after vmt__current_set): a
  * safepoint it began before is now t's, so that t can end it (and does as it detaches). */
