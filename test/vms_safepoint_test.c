@@ -358,6 +358,62 @@ static void threads_that_appear_at_a_safepoint_stay_safe(void **state) {
   }
 }
 
+/* A begin that times out waiting for a processor still inside an operation it runs on behalf
+ * of a safe thread (an operation that blocks until released: against fn's contract, which is
+ * exactly the case a timeout is for) names that target, as any straggler is named: its id,
+ * its state, how long since its last slow-path safe point. Before the fix the straggler was id
+ * 0 (the begin never reached its walk, and nothing else was named). */
+typedef struct blocking_op {
+  _Atomic bool entered;
+  _Atomic bool release;
+} blocking_op_t;
+
+static void block_until_released(vmt_thread_t *target, void *arg) {
+  (void)target;
+  blocking_op_t *b = arg;
+  atomic_store(&b->entered, true);
+  WAIT_UNTIL(atomic_load(&b->release));
+}
+
+typedef struct blocking_requester {
+  vmt_thread_t *target;
+  blocking_op_t op;
+  _Atomic int rc;
+  _Atomic bool by_target;
+} blocking_requester_t;
+
+static void *run_blocking_op(void *arg) {
+  blocking_requester_t *r = arg;
+  vmt_handshake_result_t res = {0};
+  atomic_store(&r->rc, vmt_handshake_run(r->target, block_until_released, &r->op, 0, &res));
+  atomic_store(&r->by_target, res.by_target);
+  return NULL;
+}
+
+static void a_begin_held_up_by_an_operation_in_flight_names_its_target(void **state) {
+  (void)state;
+  parker_t p;
+  parker_start(&p);
+  blocking_requester_t r = {.target = p.thread, .rc = 1};
+  vmt_thread_t *rt = mu_start(run_blocking_op, &r);
+  MU_POLL_UNTIL(atomic_load(&r.op.entered), "the operation to run on the parker's behalf");
+  vmt_safepoint_stats_t st;
+  int64_t timeout = 20 * MU_MS;
+  assert_int_equal(vmt_safepoint_begin(timeout, &st), -ETIMEDOUT);
+  assert_int_equal(st.straggler.thread_id, vmt_thread_id(p.thread));
+  assert_int_equal(st.straggler.exec_state, VMT_EXEC_BLOCKED);
+  assert_true(st.straggler.waited_ns >= timeout);
+  assert_false(vmt_safepoint_in_progress());
+  atomic_store(&r.op.release, true);
+  mu_join(rt);
+  assert_int_equal(atomic_load(&r.rc), 0);
+  assert_false(atomic_load(&r.by_target));
+  /* Nothing held: the next safepoint is reached. */
+  assert_int_equal(vmt_safepoint_begin(10 * VMS_SECOND, NULL), 0);
+  assert_int_equal(vmt_safepoint_end(NULL), 0);
+  parker_stop(&p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(nobody_runs_managed_code_during_a_safepoint),
@@ -365,6 +421,7 @@ int main(void) {
       cmocka_unit_test(native_threads_run_on_but_do_not_exit),
       cmocka_unit_test(statistics_name_who_had_to_stop),
       cmocka_unit_test(a_thread_that_never_polls_times_out_and_is_named),
+      cmocka_unit_test(a_begin_held_up_by_an_operation_in_flight_names_its_target),
       cmocka_unit_test(a_foreign_thread_may_coordinate),
       cmocka_unit_test(safepoints_take_turns),
       cmocka_unit_test(handshakes_during_a_safepoint),

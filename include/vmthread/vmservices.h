@@ -175,8 +175,9 @@ typedef struct vmt_safepoint_stats {
 } vmt_safepoint_stats_t;
 
 /* 0 once at the safepoint; -ETIMEDOUT (nothing stays stopped; stats->straggler names a thread
- * that had not arrived, or the coordinator of another safepoint that held for the whole
- * timeout, thread_id 0 if that one is foreign), -EDEADLK (the caller is already the
+ * that had not arrived, or the safe thread whose handshake operation a requester was still
+ * running on its behalf (the begin waits for those first), or the coordinator of another
+ * safepoint that held for the whole timeout, thread_id 0 if that one is foreign), -EDEADLK (the caller is already the
  * coordinator, or is inside a handshake operation: one the requester or its target is waiting
  * for, which no safepoint could wait out), -EINVAL (timeout_ns < 0), -ENOMEM, -EAGAIN (a foreign caller whose end could
  * not be hooked, below). stats may be NULL. */

@@ -143,6 +143,27 @@ static vmt_thread_t *disarm(vmt_thread_t *armed) {
   return straggler;
 }
 
+/* After the wait for processors on behalf of safe threads ran out: the target of one still in
+ * flight, which is what the timeout is reported against (the processor holds it in its safe
+ * state with PROCESSING while it runs its operations). A processor is counted a little before
+ * it sets the flag and a little after it clears it, so the scan goes round until it finds one or
+ * none is in flight any more (NULL: the begin goes on, its deadline already past, and a thread
+ * it then waits for is named instead). */
+static vmt_thread_t *inflight_target(const vmt__snapshot_t *snap, vmt_thread_t *self) {
+  for (;;) {
+    for (size_t i = 0; i < snap->count; i++) {
+      vmt_thread_t *t = snap->threads[i];
+      if (t != self && (atomic_load_explicit(&t->exec, memory_order_acquire) &
+                        VMT__EXEC_PROCESSING) &&
+          atomic_load_explicit(&t->registry_state, memory_order_relaxed) == VMT__REG_IN)
+        return t;
+    }
+    if ((atomic_load_explicit(&hs_inflight, memory_order_acquire) & ~INFLIGHT_WAITING) == 0)
+      return NULL;
+    sched_yield();
+  }
+}
+
 /* The end of a foreign thread (a runtime thread ends its safepoint in its exit path,
  * lifecycle.c): one that still holds its safepoint ends it, or nobody else could. */
 static void sp_foreign_thread_end(void) {
@@ -191,7 +212,11 @@ int vmt_safepoint_begin(int64_t timeout_ns, vmt_safepoint_stats_t *stats) {
     return -ENOMEM;
   }
   int rc = 0;
-  if (!wait_zero(&hs_inflight, INFLIGHT_WAITING, deadline)) rc = -ETIMEDOUT;
+  vmt_thread_t *held_by = NULL;   /* a target whose operation outlasted the timeout */
+  if (!wait_zero(&hs_inflight, INFLIGHT_WAITING, deadline)) {
+    held_by = inflight_target(snap, self);
+    if (held_by) rc = -ETIMEDOUT;
+  }
   atomic_fetch_and_explicit(&hs_inflight, ~INFLIGHT_WAITING, memory_order_relaxed);
   vmt_thread_t *armed = NULL;
   int32_t examined = 0, running = 0;
@@ -228,7 +253,7 @@ int vmt_safepoint_begin(int64_t timeout_ns, vmt_safepoint_stats_t *stats) {
     stats->running = running;
   }
   if (rc != 0) {
-    vmt_thread_t *straggler = disarm(armed);
+    vmt_thread_t *straggler = held_by ? held_by : disarm(armed);
     if (stats) vmt__straggler_fill(&stats->straggler, straggler, now - start);
     release_all();
     vmt_os_futex_unlock(&sp_lock);
