@@ -225,16 +225,19 @@ VMT_EXPORT int vmt_thread_suspend_count(const vmt_thread_t *t);
 /* Suspends every started and attached thread but the caller, for reason; returns once all
  * are safe. On -ETIMEDOUT every count taken is taken back. Threads that are exiting are
  * skipped (one that becomes exiting before it stops is too). Errors as vmt_thread_suspend.
- * "Every" is the threads listed when the call walks the registry: a thread that starts or
- * attaches after that walk (one a thread started just before, a foreign thread's attach) is not
- * suspended and runs (ART's SuspendAll counts such threads in with a global count; this call
- * does not, so that a start stays lock-free). To keep every thread out of managed code,
- * newcomers included, use a safepoint: a thread that appears during one begins in a safe state
- * and cannot leave it until the end. */
+ * "Every" includes newcomers (ART's ThreadList::Register): while a suspend-all is in effect
+ * (until its resume_all), a thread that starts or attaches begins with its count, before its
+ * first instruction (an attach: before attach returns), so it is reported suspended at once,
+ * runs native code and its start hooks, and stops when it first tries to enter managed code.
+ * The call's walk and the registrations take one lock, so no thread is missed or counted
+ * twice; nested suspend-alls (two callers) each count newcomers in. Internal threads are
+ * never counted. */
 VMT_EXPORT int vmt_thread_suspend_all(vmt_suspend_reason_t reason, int64_t timeout_ns,
                                       vmt_straggler_t *straggler);
-/* Takes one off the count for reason of every thread whose count for it is > 0 (the caller's
- * excepted); returns how many it resumed, or -EINVAL for a bad reason. */
+/* Ends one suspend-all of reason (newcomers are no longer counted in for it) and takes one off
+ * the count for reason of every thread whose count for it is > 0 (the caller's excepted),
+ * newcomers counted in included; returns how many it resumed, or -EINVAL for a bad reason. A
+ * thread suspended for the same reason by vmt_thread_suspend as well keeps that count. */
 VMT_EXPORT int vmt_thread_resume_all(vmt_suspend_reason_t reason);
 
 VMT_EXTERN_C_END

@@ -113,6 +113,10 @@ struct vmt__thread_vms {
   bool exiting;                             /* under the suspension lock: past the last point
                                                its exit can stop at; no suspension from then
                                                (suspend.c, vmt__vms_thread_exiting) */
+  bool member;                              /* under the suspension lock: on the list that
+                                               suspend-alls count (suspend.c), from its
+                                               registration until it is exiting */
+  struct vmt_thread *member_prev, *member_next;
   _Atomic int64_t last_safe_ns;             /* vmt_os_elapsed_nanos() at its last slow-path
                                                safe point (poll, transition); 0 = never */
   struct vmt_thread *sp_next;               /* the safepoint coordinator's list of armed

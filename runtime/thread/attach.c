@@ -70,6 +70,9 @@ int vmt_thread_attach(const vmt_thread_options_t *options, vmt_thread_t **out) {
     vmt__record_unref(t);
     return rc;
   }
+  /* A suspend-all in effect counts it in: it may run native code, and stops when it first
+   * tries to enter managed code. */
+  vmt__vms_thread_registered(t);
   if (o.name) vmt_os_set_native_name(t->os_name);
   /* Only when asked: the thread is the host's (its slack is the host's choice). */
   if (o.timer_slack_set && o.timer_slack_ns > 0) vmt_os_set_timer_slack(o.timer_slack_ns);

@@ -85,10 +85,13 @@ static int start(vmt_thread_t **out, const vmt__thread_opts_t *o, vmt__thread_ki
     vmt__record_unref(t);
     return rc;
   }
+  /* Before it can run: a suspend-all in effect counts it in, so it begins suspended. */
+  if (kind != VMT__KIND_INTERNAL) vmt__vms_thread_registered(t);
   rc = vmt__fault_hit(VMT__FAULT_PTHREAD_CREATE);
   if (rc == 0) rc = -pthread_create(&t->pthread, &attr, trampoline, t);
   pthread_attr_destroy(&attr);
   if (rc) {
+    vmt__vms_thread_start_failed(t);
     /* Readers may have seen the record: it leaves like an exiting thread, its registry
      * reference dropped once no snapshot holding it is protected. */
     vmt__thread_set_terminated(t);

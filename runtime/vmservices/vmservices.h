@@ -132,6 +132,12 @@ static inline bool vmt__is_suspended(const vmt_thread_t *t) {
  * end: once TERMINATED, before it leaves the registry; the thread runs what was queued
  * meanwhile and becomes EXITED: from then a request answers -ESRCH. */
 void vmt__vms_thread_exit_begin(vmt_thread_t *t);
+/* A started (not internal) or attached thread has been registered and has not run yet (or, an
+ * attach, has not returned to its caller): it joins the threads suspend-alls count, and begins
+ * with the counts of every suspend-all in effect (ART's ThreadList::Register). A start that
+ * fails after this calls vmt__vms_thread_start_failed instead of the exit steps. */
+void vmt__vms_thread_registered(vmt_thread_t *t);
+void vmt__vms_thread_start_failed(vmt_thread_t *t);
 /* exiting: after the exit hooks and TLS destructors (the last code of the VM's that the thread
  * runs), before the monitors are released; back in VM code if they left it in a safe state (a
  * suspension taken there holds it here), then no longer alive for suspension: its counts (of

@@ -28,7 +28,10 @@
  *   The cost of an idle thread is one load (loads of many records overlap their misses).
  * - Suspension (suspend.c): a count per reason under one lock, and SUSPEND in the word while
  *   the total is > 0. A thread with SUSPEND set cannot leave a safe state; a running one is
- *   stopped by a no-op handshake, after which it blocks itself at the same poll.
+ *   stopped by a no-op handshake, after which it blocks itself at the same poll. Suspend-alls
+   count the members (threads from their registration until they are exiting) under the same
+   lock, and a registering thread takes the counts of those in effect, so newcomers begin
+   suspended (ART's ThreadList::Register).
  * - The thread waits in one place (state.c, vmt__exec_move_slow): leaving a safe state waits on
  *   its own word (PROCESSING, SUSPEND; woken by whoever clears them when WAITER is set) or on the
  *   safepoint word (the end's broadcast). Every wait of a requester has a timeout.
