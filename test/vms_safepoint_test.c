@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "test/thread_util.h"
 #include "test/vms_util.h"
 
 #define ORACLE_THREADS 4
@@ -299,6 +300,45 @@ static void a_coordinator_that_exits_ends_its_safepoint(void **state) {
   mutator_stop(&m);
 }
 
+/* The same for a safepoint begun in the thread's own exit hook (JVMTI ThreadEnd is VM code):
+ * the exit had looked for a held safepoint before the hooks ran, and nothing ended this one, so
+ * it held for good after the thread was gone (every later begin waited its whole timeout). */
+static vmt_thread_t *_Atomic exit_hook_coordinator;
+static _Atomic int exit_hook_rc = 1;
+static void begin_in_exit_hook(vmt_thread_t *t, void *ctx) {
+  (void)ctx;
+  if (t == atomic_load(&exit_hook_coordinator))
+    atomic_store(&exit_hook_rc, vmt_safepoint_begin(10 * VMS_SECOND, NULL));
+}
+
+static void *wait_then_return(void *arg) {
+  latch_wait(arg);
+  return NULL;
+}
+
+static void a_safepoint_begun_in_an_exit_hook_ends_with_the_thread(void **state) {
+  (void)state;
+  mutator_t m;
+  mutator_start(&m, true);
+  latch_t go;
+  latch_init(&go);
+  assert_int_equal(vmt_thread_hooks_add(NULL, begin_in_exit_hook, NULL), 0);
+  vmt_thread_t *t = mu_start(wait_then_return, &go);
+  atomic_store(&exit_hook_coordinator, t);
+  latch_open(&go);
+  mu_join(t);
+  atomic_store(&exit_hook_coordinator, NULL);
+  assert_int_equal(vmt_thread_hooks_remove(NULL, begin_in_exit_hook, NULL), 0);
+  assert_int_equal(atomic_load(&exit_hook_rc), 0);
+  assert_false(vmt_safepoint_in_progress());
+  uint64_t it = atomic_load(&m.iterations);
+  MU_POLL_UNTIL(atomic_load(&m.iterations) > it + 1000, "the mutator to run again");
+  assert_int_equal(vmt_safepoint_begin(10 * VMS_SECOND, NULL), 0);
+  assert_int_equal(vmt_safepoint_end(NULL), 0);
+  mutator_stop(&m);
+  latch_destroy(&go);
+}
+
 /* Threads that appear while a safepoint holds: one the coordinator starts, one that attaches
  * (a foreign thread). Each begins in NATIVE, runs up to its first entry into managed code and
  * must stay there until the end, however long the safepoint lasts. */
@@ -426,6 +466,7 @@ int main(void) {
       cmocka_unit_test(safepoints_take_turns),
       cmocka_unit_test(handshakes_during_a_safepoint),
       cmocka_unit_test(a_coordinator_that_exits_ends_its_safepoint),
+      cmocka_unit_test(a_safepoint_begun_in_an_exit_hook_ends_with_the_thread),
       cmocka_unit_test(threads_that_appear_at_a_safepoint_stay_safe),
   };
   return cmocka_run_group_tests(tests, mu_attach_main, mu_detach_main);

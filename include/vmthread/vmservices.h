@@ -184,7 +184,8 @@ typedef struct vmt_safepoint_stats {
 VMT_EXPORT int vmt_safepoint_begin(int64_t timeout_ns, vmt_safepoint_stats_t *stats);
 /* Releases every thread with one broadcast; stats (may be NULL) gets time_at_safepoint_ns.
  * -EPERM unless the caller began the safepoint in progress. A coordinator that exits (or
- * detaches) with its safepoint held ends it as it goes, a foreign one included (begin hooks
+ * detaches) with its safepoint held ends it as it goes (one begun in its own exit hooks or TLS
+ * destructors too, after them), a foreign one included (begin hooks
  * its end); one that attaches keeps it and ends it as the attached thread. */
 VMT_EXPORT int vmt_safepoint_end(vmt_safepoint_stats_t *stats);
 /* True while a safepoint is being reached or held (any thread may ask). */

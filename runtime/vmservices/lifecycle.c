@@ -5,7 +5,9 @@
  * Exit. begin ends a safepoint the thread still holds, then moves it into VM code (unsafe)
  * before the exit bookkeeping: what is queued runs, a suspended thread stays until resumed, and
  * no thread exits while another's safepoint holds (its bookkeeping releases monitors and leaves
- * the registry, which a safepoint's consistent dump must not see change). end, once the thread is TERMINATED but before it
+ * the registry, which a safepoint's consistent dump must not see change). exiting, after the
+ * exit hooks and TLS destructors, ends a safepoint one of them began and left held, and makes
+ * the thread no longer alive for suspension (suspend.c). end, once the thread is TERMINATED but before it
  * leaves the registry (so a safepoint coordinator still finds and counts it), runs what was
  * queued meanwhile and, under its queue lock with the queue empty, makes it EXITED: from then
  * a push answers -ESRCH. Every operation queued before is thus run exactly once, by the thread
@@ -24,6 +26,17 @@ void vmt__vms_thread_exit_begin(vmt_thread_t *t) {
   if (atomic_load_explicit(&vmt__sp_owner, memory_order_relaxed) == vmt__sp_token(t))
     vmt_safepoint_end(NULL);
   vmt__exec_move(t, VMT_EXEC_VM, NULL);
+}
+
+void vmt__vms_thread_exiting(vmt_thread_t *t) {
+  /* A safepoint begun in an exit hook or TLS destructor (after exit_begin looked) is ended
+   * here, the last point where the thread runs the VM's code: else nobody could. */
+  if (atomic_load_explicit(&vmt__sp_owner, memory_order_relaxed) == vmt__sp_token(t))
+    vmt_safepoint_end(NULL);
+  /* Back in VM code if a hook left the thread in a safe state: a suspension taken there
+   * holds it here, as leaving any safe state would (HotSpot's native-to-VM transition). */
+  if (vmt__exec_is_safe((uint32_t)vmt__exec_state_of(t))) vmt__exec_move(t, VMT_EXEC_VM, NULL);
+  vmt__suspend_leave(t);
 }
 
 void vmt__vms_thread_exit_end(vmt_thread_t *t) {

@@ -311,14 +311,9 @@ void vmt__vms_thread_registered(vmt_thread_t *t) {
   vmt_os_futex_unlock(&vmt__suspend_lock);
 }
 
-void vmt__vms_thread_start_failed(vmt_thread_t *t) {
-  vmt_os_futex_lock(&vmt__suspend_lock);
-  leave_locked(t);
-  vmt_os_futex_unlock(&vmt__suspend_lock);
-}
+void vmt__vms_thread_start_failed(vmt_thread_t *t) { vmt__suspend_leave(t); }
 
-void vmt__vms_thread_exiting(vmt_thread_t *t) {
-  if (vmt__exec_is_safe((uint32_t)vmt__exec_state_of(t))) vmt__exec_move(t, VMT_EXEC_VM, NULL);
+void vmt__suspend_leave(vmt_thread_t *t) {
   vmt_os_futex_lock(&vmt__suspend_lock);
   leave_locked(t);
   vmt_os_futex_unlock(&vmt__suspend_lock);

@@ -139,10 +139,11 @@ void vmt__vms_thread_exit_begin(vmt_thread_t *t);
 void vmt__vms_thread_registered(vmt_thread_t *t);
 void vmt__vms_thread_start_failed(vmt_thread_t *t);
 /* exiting: after the exit hooks and TLS destructors (the last code of the VM's that the thread
- * runs), before the monitors are released; back in VM code if they left it in a safe state (a
- * suspension taken there holds it here), then no longer alive for suspension: its counts (of
- * suspends still waiting for it) are dropped, and later suspends and resumes answer -ESRCH
- * (HotSpot's set_terminated(_thread_exiting), suspend.c). */
+ * runs), before the monitors are released; ends a safepoint they began and left held; back in
+ * VM code if they left it in a safe state (a suspension taken there holds it here), then no
+ * longer alive for suspension: it leaves the suspend-alls' members, its counts (of suspends
+ * still waiting for it) are dropped, and later suspends and resumes answer -ESRCH (HotSpot's
+ * set_terminated(_thread_exiting), suspend.c). */
 void vmt__vms_thread_exiting(vmt_thread_t *t);
 void vmt__vms_thread_exit_end(vmt_thread_t *t);
 /* A foreign thread has just become t (vmt_thread_attach, right after vmt__current_set): a

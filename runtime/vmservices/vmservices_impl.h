@@ -160,6 +160,9 @@ void vmt__sp_processing_end(vmt_thread_t *self);
 
 /* ---- Suspension (suspend.c) ------------------------------------------------------------ */
 extern _Atomic uint32_t vmt__suspend_lock;
+/* t is exiting, or its start failed: it leaves the suspend-alls' members and every suspension
+ * (its counts are dropped; later suspends and resumes answer -ESRCH). */
+void vmt__suspend_leave(vmt_thread_t *t);
 
 /* ---- Time ------------------------------------------------------------------------------- */
 static inline void vmt__vms_mark_safe(vmt_thread_t *t) {
