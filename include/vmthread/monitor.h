@@ -63,7 +63,10 @@ VMT_EXPORT int vmt_monitor_exit(vmt_monitor_t *m);
  * Java's Object.wait: releases m fully (whatever the depth), waits for notify or the timeout,
  * re-enters to the same depth. timeout_ns < 0 or 0 waits without timeout (Java: wait(0)).
  * Returns 0 when notified, -ETIMEDOUT on timeout, -EPERM if the caller does not own m.
- * Spurious wake-ups are absorbed; EINTR never escapes.
+ * Interruptible (vmt_thread_interrupt), as Object.wait throws InterruptedException: -EINTR,
+ * the status cleared, at once with the monitor never released when the status is set at the
+ * call, else once the monitor is re-entered to its depth; a notify that came first wins (0,
+ * the status stays set). Spurious wake-ups are absorbed; a signal's EINTR never escapes.
  */
 VMT_EXPORT int vmt_monitor_wait(vmt_monitor_t *m, int64_t timeout_ns);
 VMT_EXPORT int vmt_monitor_notify(vmt_monitor_t *m);     /* -EPERM if not owner */
