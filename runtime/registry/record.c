@@ -14,7 +14,7 @@
  * fails with -EINVAL instead of touching freed memory. The residual case: once a record has been
  * recycled for a new thread, a stale handle to the old one names the new thread, and nothing
  * can tell them apart (docs/design.md, "Reclamation"). Memory held: the peak number of records
- * ever live at once, 440 bytes each on x86-64 (jemalloc's 448-byte size class) plus an 816-byte
+ * ever live at once, 464 bytes each on x86-64 (jemalloc's 512-byte size class) plus an 816-byte
  * cold block allocated apart (TLS slots, stack bounds, guard zones, park blocker: registry.h;
  * the 896-byte class) and a 32-byte hot cell (what the id and allocated-bytes walks read).
  *
@@ -162,8 +162,8 @@ vmt_thread_t *vmt__record_alloc(void) {
     hot = t->hot;
   } else {
     /* The cold block is an allocation of its own (it stays with the record in the pool): the
-     * records then lie in jemalloc's 448-byte slabs, nine to a page, and a walk of 10,000 of
-     * them touches 1,100 pages, which the second-level TLB holds. Behind each record, in one
+     * records then lie in jemalloc's 512-byte slabs, eight to a page, and a walk of 10,000 of
+     * them touches 1,250 pages, which the second-level TLB holds. Behind each record, in one
      * 1,280-byte allocation, they were three to a page, and at 10,000 threads the ids walk cost
      * 30.0 ns per thread against 7.2 at 1000 (4.17x; docs/management.md). */
     if (!pool_admit()) return NULL;
