@@ -13,7 +13,7 @@
  *
  * Support is decided at run time, once: mallctl must resolve and answer, and the counter must
  * move after a malloc. Finding jemalloc is not enough: under ASan/TSan the sanitizer's malloc
- * wins, mallctl still answers, and the counter never moves (FACTS.md).
+ * wins, mallctl still answers, and the counter never moves (seen here).
  *
  * A new thread finds its counters without calling jemalloc. Asking mallctl makes jemalloc set
  * up the thread's state and thread cache, which it tears down again at exit (a 32 KB madvise
@@ -36,7 +36,7 @@
  * the owner unpublishes the pointer at its end and then waits until no reader is inside the few-instruction read
  * (alloc_readers; Dekker-style with seq_cst on both sides). A reader never waits. The counters
  * are written by jemalloc with plain stores: they are read with atomic relaxed loads, without
- * which gcc keeps a stale value across a malloc call (seen here, FACTS.md).
+ * which gcc keeps a stale value across a malloc call (seen here).
  */
 #include <dlfcn.h>
 #include <errno.h>

@@ -55,9 +55,9 @@ _Static_assert(VMT__SUSPEND_REASONS == VMT_SUSPEND_REASON_COUNT, "one count per 
 
 
 /* A requester spins this long for an answer before it sleeps on a futex: a target running on
- * another CPU answers within a microsecond (the poll-word round trip is 0.2-0.3 us here,
- * /work/shared/FACTS.md); one that is not on a CPU needs the scheduler, whose wake-up costs
- * more than the spin. Never a fixed sleep (HotSpot's 10 us nanosleep sleeps ~64 us here). */
+ * another CPU answers within a microsecond (the poll-word round trip is 0.2-0.4 us here,
+ * //bench:handshake's poll_round_trip); one that is not on a CPU needs the scheduler, whose
+ * wake-up costs more than the spin. Never a fixed sleep (HotSpot's 10 us nanosleep sleeps ~64 us here). */
 #define VMT__VMS_SPIN_NS 10000
 
 /* One turn of such a spin, started at `start` (vmt_os_elapsed_nanos): false once the spin is
