@@ -14,7 +14,7 @@
  * fails with -EINVAL instead of touching freed memory. The residual case: once a record has been
  * recycled for a new thread, a stale handle to the old one names the new thread, and nothing
  * can tell them apart (docs/design.md, "Reclamation"). Memory held: the peak number of records
- * ever live at once, 464 bytes each on x86-64 (jemalloc's 512-byte size class) plus an 816-byte
+ * ever live at once, 448 bytes each on x86-64 (jemalloc's 448-byte size class) plus an 840-byte
  * cold block allocated apart (TLS slots, stack bounds, guard zones, park blocker: registry.h;
  * the 896-byte class) and a 32-byte hot cell (what the id and allocated-bytes walks read).
  *
@@ -162,8 +162,9 @@ vmt_thread_t *vmt__record_alloc(void) {
     hot = t->hot;
   } else {
     /* The cold block is an allocation of its own (it stays with the record in the pool): the
-     * records then lie in jemalloc's 512-byte slabs, eight to a page, and a walk of 10,000 of
-     * them touches 1,250 pages, which the second-level TLB holds. Behind each record, in one
+     * records then lie in jemalloc's 448-byte slabs, nine to a page, and a walk of 10,000 of
+     * them touches about 1,100 pages, which the second-level TLB holds (464 bytes, the 512-byte
+     * class and 1,250 pages, before the body and result moved to the cold block). Behind each record, in one
      * 1,280-byte allocation, they were three to a page, and at 10,000 threads the ids walk cost
      * 30.0 ns per thread against 7.2 at 1000 (4.17x; docs/management.md). */
     if (!pool_admit()) return NULL;
@@ -248,6 +249,12 @@ bool vmt__handle_valid(const vmt_thread_t *t) {
   return atomic_load_explicit(&w->state, memory_order_acquire) != VMT_THREAD_TERMINATED ||
          atomic_load_explicit(&w->user_refs, memory_order_acquire) > 0;
 }
+
+#if defined(__x86_64__)
+/* The records a walk reads lie nine to a page in jemalloc's 448-byte class (above): a field
+ * added to struct vmt_thread that no walk reads belongs in the cold block. */
+_Static_assert(sizeof(struct vmt_thread) <= 448, "struct vmt_thread outgrew its 448-byte class");
+#endif
 
 bool vmt__record_ref_if_live(vmt_thread_t *t) {
   if (!vmt__handle_valid(t)) return false;

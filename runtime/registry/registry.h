@@ -130,7 +130,7 @@ struct vmt__thread_vms {
 
 /* Per-thread fields that no registry walk reads, in a block allocated apart from the record
  * and zeroed with it (record.c): a sweep that prefetches a whole record (management_impl.h) does
- * not fetch these 816 bytes too, and the records stay dense. Type-stable like the record. */
+ * not fetch these 840 bytes too, and the records stay dense. Type-stable like the record. */
 struct vmt__thread_cold {
   /* runtime/thread/: the block vmt_thread_fast points to while the thread is current (stack
    * limit: stack.c; TLS slots: tls.c). Other threads read it with atomic loads. */
@@ -152,6 +152,12 @@ struct vmt__thread_cold {
   vmt_os_altstack_t altstack;        /* the alternate signal stack the handler runs on */
   /* runtime/thread/start.c: the timer slack a started thread sets as it starts (0: none). */
   int64_t timer_slack_ns;
+  /* runtime/thread/: a started thread's body and argument, and what it returned (or passed to
+   * vmt_thread_exit) for its join. Here, not in the record: read once as the thread starts and
+   * once by its join, and the record stays within jemalloc's 448-byte class (record.c). */
+  vmt_thread_fn fn;
+  void *arg;
+  void *result;
   /* runtime/sync/park.c: the park blocker (vmt_thread_set_park_blocker), written by the thread
    * inside t->sync.seq's write sections, copied by readers under it (lock_info.c) when
    * t->sync.blocker_set says there is one. */
@@ -242,9 +248,6 @@ struct vmt_thread {
   struct vmt__thread_vms vms;        /* VM services package */
   struct vmt__thread_prof prof;      /* profiler package */
   /* Runtime-private from here (thread module). */
-  vmt_thread_fn fn;
-  void *arg;
-  void *result;
   int32_t attach_count;
   /* Set by the thread itself as its exit path begins (thread/exit.c): vmt_thread_exit and a
    * nested attach refuse from there on, so an exit hook or TLS destructor can neither unwind
@@ -272,13 +275,13 @@ struct vmt_thread {
   /* `pthread` is ours to join or detach: set once pthread_create succeeded, cleared by the join
    * (never set for an attached thread, whose pthread is not the runtime's). */
   bool owns_pthread;
+  bool default_name;                 /* "vmt-thread-<id>", written once the id is known */
   uint32_t fork_generation;          /* vmt__fork_generation at record_init (before publication) */
   int64_t cpu_at_begin_ns;           /* own CPU time at attach (0 for started threads) */
   /* Registry bookkeeping (registry.c), written under the registry's writer lock. */
   uint64_t inserted_generation;      /* generation of the first snapshot that held it */
   uint64_t removed_generation;       /* generation of the last snapshot that held it */
   size_t registry_slot;              /* index it was appended at (a later rebuild may move it) */
-  bool default_name;                 /* "vmt-thread-<id>", written once the id is known */
   /* The one list the record is on, in turn: the current snapshot's tombstones, the retired
    * records, the record pool. */
   struct vmt_thread *list_next;

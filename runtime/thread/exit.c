@@ -76,6 +76,6 @@ int vmt_thread_exit(void *result) {
   /* On its way out already (an exit hook, a TLS destructor): a pthread_exit here would unwind
    * out of the bookkeeping, leaving the thread listed and its joiners waiting for good. */
   if (t == NULL || t->kind == VMT__KIND_ATTACHED || t->finishing) return -EPERM;
-  t->result = result;
+  t->cold->result = result;
   pthread_exit(result);
 }

@@ -106,7 +106,7 @@ static int join(vmt_thread_t *t, int64_t deadline_ns, bool timed, void **result)
       vmt__stack_mark_reaping(t, true);
       if (here) reap(&claim, slept);
       t->owns_pthread = false;
-      if (result) *result = t->result;
+      if (result) *result = t->cold->result;
     } else {
       /* Interrupted or timed out: no join happened, and another may. */
       atomic_store_explicit(&t->joined, false, memory_order_release);

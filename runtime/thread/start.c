@@ -44,7 +44,7 @@ static void *trampoline(void *arg) {
    * and its stack info shows none. */
   vmt__stack_guard_begin(t);
   vmt__hooks_run(t, true);
-  t->result = t->fn(t->arg);
+  t->cold->result = t->cold->fn(t->cold->arg);
   pthread_cleanup_pop(1);
   /* t may be recycled by now (its last reference went in the cleanup handler). */
   return NULL;
@@ -60,12 +60,12 @@ static int start(vmt_thread_t **out, const vmt__thread_opts_t *o, vmt__thread_ki
   /* The running thread's, the registry's, and the users' (one) references. */
   atomic_store_explicit(&t->refs, 3, memory_order_relaxed);
   atomic_store_explicit(&t->user_refs, 1, memory_order_relaxed);
-  t->fn = fn;
-  t->arg = arg;
+  t->cold->fn = fn;
+  t->cold->arg = arg;
   t->cold->guard = o->guard;   /* the child protects them before its body runs */
   t->cold->timer_slack_ns = o->timer_slack_set ? o->timer_slack_ns
                                                : vmt_thread_default_timer_slack();
-  t->result = PTHREAD_CANCELED;  /* unless the body returns or calls vmt_thread_exit */
+  t->cold->result = PTHREAD_CANCELED;  /* unless the body returns or calls vmt_thread_exit */
   t->start_time_ns = vmt_os_java_time_nanos();
   atomic_store_explicit(&t->state, VMT_THREAD_RUNNABLE, memory_order_relaxed);
 
