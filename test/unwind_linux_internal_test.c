@@ -472,8 +472,15 @@ static void sample_case(bool fp, int leaf, int samples) {
   assert_int_equal(pthread_create(&th, NULL, worker, NULL), 0);
   while (!atomic_load(&smp.ready)) sched_yield();
   const char *prefix = fp ? "unwfp_" : "unwnofp_";
-  int in_libc = 0;
-  for (int i = 0; i < samples; i++) {
+  /* The qsort and syscall leaves spend part of their time inside libc, but where a signal lands
+   * is chance: the qsort leaf was caught in libc in 0 of 300 samples in one CI run (its
+   * comparator, in this binary, takes most of the time). So those leaves go on sampling, up to a
+   * bounded number, until at least one sample has interrupted libc: the property checked is
+   * that a walk starting in libc's code agrees with libunwind, not a sampling ratio. */
+  const int need_libc = leaf != LEAF_SPIN;
+  const int cap = need_libc ? samples * 40 : samples;
+  int in_libc = 0, i = 0;
+  for (; i < samples || (need_libc && in_libc == 0 && i < cap); i++) {
     sample_once(th);
     assert_same_frames(smp.own, smp.n_own, smp.lu, smp.n_lu);
     if (chain_at(smp.own, smp.n_own, prefix) < 0) {
@@ -488,8 +495,8 @@ static void sample_case(bool fp, int leaf, int samples) {
   atomic_store(&smp.stop, 1);
   pthread_join(th, NULL);
   print_message("%s chain, leaf %d: %d samples equal, %d of them interrupted in libc\n",
-                fp ? "fp" : "no-fp", leaf, samples, in_libc);
-  if (leaf != LEAF_SPIN) assert_true(in_libc > 0);
+                fp ? "fp" : "no-fp", leaf, i, in_libc);
+  if (need_libc) assert_true(in_libc > 0);
 }
 
 static void test_internal_signal_samples_equal_libunwind(void **state) {
