@@ -56,6 +56,11 @@ typedef enum vmt__fault_site {
    * arming attempt found t claimed by another party and before it looks at t's state again: a
    * hook there is that party letting go at that moment (test/profiler_internal_test.c). */
   VMT__FAULT_PROF_ARM_CLAIMED,
+  /* registry/registry.c, in the middle of a thread's count (vmt__registry_count, under the
+   * registry's writer lock), on whichever of the starter and the started thread counts it: a
+   * hook there holds the count half-done while the thread being counted goes on to run
+   * (test/registry_internal_test.c). */
+  VMT__FAULT_COUNT_MIDWAY,
   VMT__FAULT_SITE_COUNT,
 } vmt__fault_site_t;
 

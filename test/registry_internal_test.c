@@ -23,6 +23,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <time.h>
 
 #include <cmocka.h>
 #include <jemalloc/jemalloc.h>
@@ -556,6 +558,60 @@ static void a_reader_past_its_hazard_slots_is_refused(void **state) {
   assert_int_equal(vmt_thread_detach(), 0);
 }
 
+/* A thread is counted once, by its starter or by itself if it runs first (runtime/thread/
+ * start.c); the one that does not count it sees the count claimed and goes on without the
+ * lock. Whatever it then asks about itself must find the count complete: listed, a CPU time,
+ * in the live count. Here the starter is held in the middle of the count (the seam waits, up to
+ * a bound, for the child's first questions) while the child runs. */
+static struct {
+  _Atomic int asked;                    /* the child has asked its questions */
+  _Atomic int unlisted, cpu_minus_one, not_live;
+} midway;
+
+static void hold_count_midway(void *arg) {
+  (void)arg;
+  if (vmt_thread_current() != NULL) return;   /* the child counting itself: no hold */
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    if (atomic_load(&midway.asked)) return;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    /* A child blocked on the writer lock this hold has cannot ask: let go after 50 ms. */
+    if ((t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec) > 50000000LL) return;
+    sched_yield();
+  }
+}
+
+static void *ask_about_self(void *arg) {
+  (void)arg;
+  vmt_thread_t *self = vmt_thread_current();
+  if (!vmt__thread_is_listed(self)) atomic_fetch_add(&midway.unlisted, 1);
+  int64_t ns = -1;
+  if (vmt_mx_get_thread_cpu_time(vmt_thread_id(self), &ns) != 0 || ns < 0)
+    atomic_fetch_add(&midway.cpu_minus_one, 1);
+  if (vmt_mx_get_thread_count() < 1) atomic_fetch_add(&midway.not_live, 1);
+  atomic_store(&midway.asked, 1);
+  return NULL;
+}
+
+static void a_thread_never_sees_its_own_count_half_done(void **state) {
+  (void)state;
+  memset(&midway, 0, sizeof(midway));
+  vmt__fault_set_hook(VMT__FAULT_COUNT_MIDWAY, hold_count_midway, NULL);
+  for (int i = 0; i < 10; i++) {
+    atomic_store(&midway.asked, 0);
+    vmt_thread_t *t;
+    assert_int_equal(vmt_thread_start(&t, ask_about_self, NULL), 0);
+    assert_int_equal(vmt_thread_join(t, NULL), 0);
+    assert_int_equal(vmt_thread_release(t), 0);
+    assert_int_equal(atomic_load(&midway.asked), 1);
+  }
+  vmt__fault_set_hook(VMT__FAULT_COUNT_MIDWAY, NULL, NULL);
+  assert_int_equal(atomic_load(&midway.unlisted), 0);
+  assert_int_equal(atomic_load(&midway.cpu_minus_one), 0);
+  assert_int_equal(atomic_load(&midway.not_live), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(a_reader_past_its_hazard_slots_is_refused, teardown),
@@ -569,6 +625,7 @@ int main(void) {
                                 teardown),
       cmocka_unit_test_teardown(a_start_allocates_as_much_with_2000_live_threads_as_with_none,
                                 teardown),
+      cmocka_unit_test_teardown(a_thread_never_sees_its_own_count_half_done, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
